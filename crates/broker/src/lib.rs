@@ -2,6 +2,20 @@
 
 use std::path::PathBuf;
 
+pub mod config;
+pub mod context;
+pub mod controller_shell;
+pub mod dispatch;
+pub mod errors;
+pub mod handlers;
+pub mod metadata_log;
+pub mod partition;
+pub mod producer_state;
+pub mod publisher;
+pub mod replica_manager;
+pub mod server;
+pub mod startup;
+
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BrokerArgs {
@@ -32,9 +46,20 @@ pub enum BrokerError {
     Config(String),
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    #[error("storage error: {0}")]
+    Log(#[from] runnel_log::LogError),
+    #[error("{0}")]
+    Startup(String),
 }
 
 /// Runs a broker until Ctrl-C / SIGTERM.
-pub async fn run(_args: BrokerArgs) -> Result<(), BrokerError> {
-    Err(BrokerError::Config("not implemented yet".into()))
+pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
+    let config = config::BrokerConfig::from_args(&args)?;
+    let node = startup::start(config).await?;
+    println!("Runnel broker {} listening on {}", node.node_id, node.listen_addr);
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    startup::wait_for_shutdown_signal().await;
+    tracing::info!("shutting down");
+    node.shutdown().await
 }

@@ -1,0 +1,254 @@
+//! Broker configuration: Kafka property names and defaults, from a TOML file and `--override`.
+//!
+//! Properties are kept as Kafka spells them (`log.retention.ms`, ...) so a user coming from Kafka
+//! can reuse their `server.properties` knowledge. Typed accessors read the few the broker itself
+//! needs; the whole map also serves as the fallback for topic-level configs.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::{BrokerArgs, BrokerError};
+
+/// Kafka broker properties this broker understands, with Kafka's defaults.
+const DEFAULTS: &[(&str, &str)] = &[
+    ("auto.create.topics.enable", "true"),
+    ("num.partitions", "1"),
+    ("default.replication.factor", "1"),
+    ("delete.topic.enable", "true"),
+    ("message.max.bytes", "1048588"),
+    ("socket.request.max.bytes", "104857600"),
+    ("log.segment.bytes", "1073741824"),
+    ("log.roll.hours", "168"),
+    ("log.retention.hours", "168"),
+    ("log.retention.bytes", "-1"),
+    ("log.retention.check.interval.ms", "300000"),
+    ("log.index.interval.bytes", "4096"),
+    ("log.index.size.max.bytes", "10485760"),
+    ("log.segment.delete.delay.ms", "60000"),
+    ("log.flush.interval.messages", "9223372036854775807"),
+    ("log.flush.offset.checkpoint.interval.ms", "60000"),
+    ("log.cleanup.policy", "delete"),
+    ("min.insync.replicas", "1"),
+    ("unclean.leader.election.enable", "false"),
+    ("compression.type", "producer"),
+    ("log.message.timestamp.type", "CreateTime"),
+    ("replica.placement.policy", "cluster-aware"),
+    ("group.initial.rebalance.delay.ms", "3000"),
+    ("offsets.topic.num.partitions", "50"),
+    ("offsets.topic.replication.factor", "3"),
+    ("transaction.state.log.replication.factor", "3"),
+    ("broker.rack", ""),
+];
+
+/// Properties whose names we accept although they come from Kafka's time-unit families.
+const ALSO_KNOWN: &[&str] = &[
+    "log.retention.ms",
+    "log.retention.minutes",
+    "log.roll.ms",
+    "log.flush.interval.ms",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.message.timestamp.difference.max.ms",
+    "log.preallocate",
+    "node.id",
+    "broker.id",
+    "log.dirs",
+    "log.dir",
+    "listeners",
+    "advertised.listeners",
+];
+
+/// The resolved configuration of one broker process.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub node_id: i32,
+    pub listen: SocketAddr,
+    pub advertise: Option<String>,
+    pub data_dir: PathBuf,
+    /// Every Kafka property after defaults, the TOML file and overrides.
+    pub props: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    /// Resolves flags, the optional TOML file and `--override`s (later wins), then validates.
+    pub fn from_args(args: &BrokerArgs) -> Result<Self, BrokerError> {
+        let mut props: BTreeMap<String, String> = DEFAULTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        if let Some(file) = &args.config {
+            for (k, v) in read_toml(file)? {
+                props.insert(k, v);
+            }
+        }
+        for raw in &args.overrides {
+            let (k, v) = raw.split_once('=').ok_or_else(|| {
+                BrokerError::Config(format!("--override expects key=value, got '{raw}'"))
+            })?;
+            props.insert(k.trim().to_string(), v.trim().to_string());
+        }
+        for key in props.keys() {
+            let known = DEFAULTS.iter().any(|(k, _)| k == key) || ALSO_KNOWN.contains(&key.as_str());
+            if !known {
+                tracing::warn!(property = %key, "unknown broker property (kept, but not used)");
+            }
+        }
+        let listen: SocketAddr = args.listen.parse().map_err(|_| {
+            BrokerError::Config(format!(
+                "--listen expects HOST:PORT with a numeric IP, got '{}'",
+                args.listen
+            ))
+        })?;
+        let config = BrokerConfig {
+            node_id: args.node_id,
+            listen,
+            advertise: args.advertise.clone(),
+            data_dir: args.data_dir.clone(),
+            props,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), BrokerError> {
+        if self.node_id < 0 {
+            return Err(BrokerError::Config(format!(
+                "--node-id must be >= 0, got {}",
+                self.node_id
+            )));
+        }
+        for key in [
+            "num.partitions",
+            "default.replication.factor",
+            "message.max.bytes",
+            "socket.request.max.bytes",
+        ] {
+            let v = self.i64(key)?;
+            if v <= 0 {
+                return Err(BrokerError::Config(format!("{key} must be > 0, got {v}")));
+            }
+        }
+        self.bool("auto.create.topics.enable")?;
+        self.bool("delete.topic.enable")?;
+        self.i64("log.flush.interval.messages")?;
+        self.i64("log.retention.check.interval.ms")?;
+        match self.str("replica.placement.policy") {
+            "kafka" | "cluster-aware" => {}
+            other => {
+                return Err(BrokerError::Config(format!(
+                    "replica.placement.policy must be 'kafka' or 'cluster-aware', got '{other}'"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    pub fn str(&self, key: &str) -> &str {
+        self.props.get(key).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn i64(&self, key: &str) -> Result<i64, BrokerError> {
+        let raw = self.str(key);
+        raw.parse::<i64>()
+            .map_err(|_| BrokerError::Config(format!("{key} must be an integer, got '{raw}'")))
+    }
+
+    pub fn bool(&self, key: &str) -> Result<bool, BrokerError> {
+        match self.str(key) {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(BrokerError::Config(format!(
+                "{key} must be true or false, got '{other}'"
+            ))),
+        }
+    }
+
+    /// Typed value of a property validated in [`BrokerConfig::validate`].
+    pub fn get_i64(&self, key: &str, fallback: i64) -> i64 {
+        self.i64(key).unwrap_or(fallback)
+    }
+
+    pub fn get_bool(&self, key: &str, fallback: bool) -> bool {
+        self.bool(key).unwrap_or(fallback)
+    }
+
+    pub fn rack(&self) -> Option<String> {
+        let rack = self.str("broker.rack");
+        (!rack.is_empty()).then(|| rack.to_string())
+    }
+}
+
+/// Reads a flat TOML file (`"log.retention.ms" = 1000` or nested tables joined by dots).
+fn read_toml(path: &Path) -> Result<Vec<(String, String)>, BrokerError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BrokerError::Config(format!("cannot read {}: {e}", path.display())))?;
+    let value: toml::Table = text
+        .parse()
+        .map_err(|e| BrokerError::Config(format!("{} is not valid TOML: {e}", path.display())))?;
+    let mut out = Vec::new();
+    flatten("", &value, &mut out);
+    Ok(out)
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut Vec<(String, String)>) {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => flatten(&key, t, out),
+            toml::Value::String(s) => out.push((key, s.clone())),
+            other => out.push((key, other.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(overrides: &[&str]) -> BrokerArgs {
+        BrokerArgs {
+            node_id: 1,
+            listen: "127.0.0.1:0".into(),
+            advertise: None,
+            data_dir: "./x".into(),
+            config: None,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_kafkas() {
+        let c = BrokerConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.str("auto.create.topics.enable"), "true");
+        assert_eq!(c.get_i64("num.partitions", 0), 1);
+        assert_eq!(c.get_i64("message.max.bytes", 0), 1048588);
+    }
+
+    #[test]
+    fn overrides_win_and_are_validated() {
+        let c = BrokerConfig::from_args(&args(&["num.partitions=3"])).unwrap();
+        assert_eq!(c.get_i64("num.partitions", 0), 3);
+        assert!(BrokerConfig::from_args(&args(&["num.partitions=x"])).is_err());
+        assert!(BrokerConfig::from_args(&args(&["num.partitions"])).is_err());
+        assert!(BrokerConfig::from_args(&args(&["auto.create.topics.enable=maybe"])).is_err());
+    }
+
+    #[test]
+    fn toml_file_is_flattened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.toml");
+        std::fs::write(&path, "\"num.partitions\" = 4\n[log.retention]\nms = 1000\n").unwrap();
+        let mut a = args(&[]);
+        a.config = Some(path);
+        let c = BrokerConfig::from_args(&a).unwrap();
+        assert_eq!(c.str("num.partitions"), "4");
+        assert_eq!(c.str("log.retention.ms"), "1000");
+    }
+}

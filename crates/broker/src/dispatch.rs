@@ -1,0 +1,124 @@
+//! Decodes a request frame, routes it to its handler and encodes the response frame.
+//!
+//! The version table here is the single source of truth: ApiVersions advertises exactly it, and
+//! a request outside it closes the connection (ApiVersions itself gets Kafka's v0 fallback).
+
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::context::Broker;
+use crate::handlers;
+
+/// Why a connection is being closed.
+#[derive(Debug)]
+pub struct DispatchError(pub String);
+
+/// (api key, min version, max version) this broker implements (spec K.3).
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 1, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|&(_, lo, hi)| (lo, hi))
+}
+
+/// Encodes a response frame: size, header (version per API), body.
+pub fn encode_response<R: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &R,
+) -> Result<Bytes, DispatchError> {
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    header
+        .encode(&mut buf, key.response_header_version(version))
+        .and_then(|()| body.encode(&mut buf, version))
+        .map_err(|e| DispatchError(format!("cannot encode {key:?} v{version} response: {e}")))?;
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T, DispatchError> {
+    T::decode(buf, version).map_err(|e| DispatchError(format!("malformed {key:?} v{version} request: {e}")))
+}
+
+/// Handles one frame. `Ok(None)`: no response (Produce with acks=0).
+pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes>, DispatchError> {
+    if frame.len() < 8 {
+        return Err(DispatchError(format!("frame of {} bytes is too short for a request header", frame.len())));
+    }
+    let mut peek = &frame[..8];
+    let raw_key = peek.get_i16();
+    let version = peek.get_i16();
+    let correlation_id = peek.get_i32();
+    let key = ApiKey::try_from(raw_key).map_err(|_| DispatchError(format!("unknown api key {raw_key}")))?;
+    let Some((lo, hi)) = supported_range(key) else {
+        return Err(DispatchError(format!("unsupported api {key:?}")));
+    };
+    if version < lo || version > hi {
+        if key == ApiKey::ApiVersions {
+            return handlers::api_versions::unsupported_version(correlation_id).map(Some);
+        }
+        return Err(DispatchError(format!("unsupported {key:?} version {version} (supported {lo}..={hi})")));
+    }
+    let mut buf = frame;
+    let header: RequestHeader = decode(&mut buf, key, key.request_header_version(version))?;
+    let client_id = header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default();
+    tracing::trace!(?key, version, correlation_id, %client_id, "request");
+    macro_rules! call {
+        ($req:ty, $handler:path) => {{
+            let request: $req = decode(&mut buf, key, version)?;
+            let response = $handler(broker, request, version).await;
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }};
+    }
+    match key {
+        ApiKey::Produce => {
+            let request: ProduceRequest = decode(&mut buf, key, version)?;
+            let acks = request.acks;
+            let response = handlers::produce::handle(broker, request, version).await;
+            if acks == 0 {
+                return Ok(None);
+            }
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
+        ApiKey::Fetch => call!(FetchRequest, handlers::fetch::handle),
+        ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::Metadata => call!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
+        ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
+        ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),
+        ApiKey::CreatePartitions => call!(CreatePartitionsRequest, handlers::topics::create_partitions),
+        ApiKey::DeleteRecords => call!(DeleteRecordsRequest, handlers::delete_records::handle),
+        ApiKey::InitProducerId => call!(InitProducerIdRequest, handlers::init_producer_id::handle),
+        ApiKey::OffsetForLeaderEpoch => call!(OffsetForLeaderEpochRequest, handlers::offset_for_leader_epoch::handle),
+        ApiKey::DescribeConfigs => call!(DescribeConfigsRequest, handlers::configs::describe),
+        ApiKey::AlterConfigs => call!(AlterConfigsRequest, handlers::configs::alter),
+        ApiKey::IncrementalAlterConfigs => call!(IncrementalAlterConfigsRequest, handlers::configs::incremental_alter),
+        ApiKey::DescribeCluster => call!(DescribeClusterRequest, handlers::describe_cluster::handle),
+        other => Err(DispatchError(format!("unsupported api {other:?}"))),
+    }
+}

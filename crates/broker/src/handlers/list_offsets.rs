@@ -1,0 +1,83 @@
+//! ListOffsets (API 2): earliest (-2), latest (-1, the HW for consumers), max timestamp (-3),
+//! or the first offset whose timestamp is at or after the given one.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::check_leader_epoch;
+use crate::context::Broker;
+use crate::errors::code;
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+fn failed(index: i32, code: i16) -> ListOffsetsPartitionResponse {
+    ListOffsetsPartitionResponse::default()
+        .with_partition_index(index)
+        .with_error_code(code)
+        .with_timestamp(-1)
+        .with_offset(-1)
+        .with_leader_epoch(-1)
+}
+
+pub async fn handle(broker: &Arc<Broker>, request: ListOffsetsRequest, _version: i16) -> ListOffsetsResponse {
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = topic.name.0.as_str();
+            let partitions = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let index = p.partition_index;
+                    let Some(partition) = broker.replicas.get(name, index) else {
+                        let code = if broker.image().partition(name, index).is_some() {
+                            code::NOT_LEADER_OR_FOLLOWER
+                        } else {
+                            code::UNKNOWN_TOPIC_OR_PARTITION
+                        };
+                        return failed(index, code);
+                    };
+                    let role = partition.role();
+                    if role.leader != broker.node_id {
+                        return failed(index, code::NOT_LEADER_OR_FOLLOWER);
+                    }
+                    let epoch_error = check_leader_epoch(p.current_leader_epoch, role.leader_epoch);
+                    if epoch_error != code::NONE {
+                        return failed(index, epoch_error);
+                    }
+                    let log = partition.log.lock();
+                    let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
+                    let found = match p.timestamp {
+                        EARLIEST => Some((log.log_start_offset(), -1, latest_epoch)),
+                        LATEST => Some((log.high_watermark(), -1, latest_epoch)),
+                        MAX_TIMESTAMP => log.max_timestamp().map(|(ts, off)| (off, ts, latest_epoch)),
+                        ts => match log.offset_for_timestamp(ts) {
+                            Ok(found) => found.filter(|(offset, _, _)| *offset < log.high_watermark()),
+                            Err(e) => {
+                                tracing::error!(topic = %name, partition = index, error = %e, "timestamp lookup failed");
+                                return failed(index, code::KAFKA_STORAGE_ERROR);
+                            }
+                        },
+                    };
+                    match found {
+                        Some((offset, timestamp, epoch)) => ListOffsetsPartitionResponse::default()
+                            .with_partition_index(index)
+                            .with_timestamp(timestamp)
+                            .with_offset(offset)
+                            .with_leader_epoch(epoch),
+                        None => failed(index, code::NONE),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}

@@ -1,0 +1,126 @@
+//! Metadata (API 3): brokers, controller and topic layout from the current image, with topic
+//! auto-creation when `auto.create.topics.enable` and the request allow it.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use runnel_metadata::{validate_topic_name, CreateTopicRequest, MetadataImage, TopicImage};
+
+use super::{str_bytes, topic_name};
+use crate::context::Broker;
+use crate::errors::code;
+
+pub async fn handle(broker: &Arc<Broker>, request: MetadataRequest, version: i16) -> MetadataResponse {
+    // v1+: null = all topics, empty = none.
+    let requested: Option<Vec<String>> = request.topics.as_ref().map(|topics| {
+        topics
+            .iter()
+            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect()
+    });
+    let allow_auto_create = (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
+    if let (Some(names), true) = (&requested, allow_auto_create) {
+        auto_create(broker, names).await;
+    }
+    let image = broker.image();
+    let topics = match &requested {
+        None => image.topics.values().map(|t| describe_topic(&image, t)).collect(),
+        Some(names) => names
+            .iter()
+            .map(|name| match image.topic(name) {
+                Some(t) => describe_topic(&image, t),
+                None => {
+                    let error = if validate_topic_name(name).is_err() {
+                        code::INVALID_TOPIC_EXCEPTION
+                    } else {
+                        code::UNKNOWN_TOPIC_OR_PARTITION
+                    };
+                    MetadataResponseTopic::default()
+                        .with_error_code(error)
+                        .with_name(Some(topic_name(name)))
+                }
+            })
+            .collect(),
+    };
+    MetadataResponse::default()
+        .with_brokers(brokers(&image))
+        .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
+        .with_controller_id(BrokerId(broker.controller_id()))
+        .with_topics(topics)
+}
+
+/// Creates the missing, validly named, non-internal topics with the broker defaults.
+async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
+    let image = broker.image();
+    let missing: Vec<CreateTopicRequest> = names
+        .iter()
+        .filter(|n| image.topic(n).is_none() && validate_topic_name(n).is_ok() && !n.starts_with("__"))
+        .map(|n| CreateTopicRequest {
+            name: n.clone(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignment: Vec::new(),
+            configs: Vec::new(),
+        })
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    match broker.controller.create_topics(missing, false).await {
+        Ok(outcomes) => {
+            for o in outcomes {
+                match o.result {
+                    Ok(_) => tracing::info!(topic = %o.name, "auto-created topic"),
+                    Err(e) => tracing::warn!(topic = %o.name, error = %e.message, "auto-creation failed"),
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e.message, "auto-creation failed"),
+    }
+}
+
+pub fn brokers(image: &MetadataImage) -> Vec<MetadataResponseBroker> {
+    image
+        .live_brokers()
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.id))
+                .with_host(str_bytes(&b.host))
+                .with_port(b.port as i32)
+                .with_rack(b.rack.as_deref().map(str_bytes))
+        })
+        .collect()
+}
+
+fn describe_topic(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {
+    let live = |id: &i32| image.brokers.get(id).is_some_and(|b| !b.fenced);
+    let partitions = topic
+        .partitions
+        .values()
+        .map(|p| {
+            let error = if p.leader < 0 {
+                code::LEADER_NOT_AVAILABLE
+            } else {
+                code::NONE
+            };
+            MetadataResponsePartition::default()
+                .with_error_code(error)
+                .with_partition_index(p.partition)
+                .with_leader_id(BrokerId(p.leader))
+                .with_leader_epoch(p.leader_epoch)
+                .with_replica_nodes(p.replicas.iter().copied().map(BrokerId).collect())
+                .with_isr_nodes(p.isr.iter().copied().map(BrokerId).collect())
+                .with_offline_replicas(
+                    p.replicas.iter().filter(|r| !live(r)).copied().map(BrokerId).collect(),
+                )
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(topic_name(&topic.name)))
+        .with_topic_id(topic.id)
+        .with_is_internal(topic.name.starts_with("__"))
+        .with_partitions(partitions)
+}

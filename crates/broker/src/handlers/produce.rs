@@ -1,0 +1,109 @@
+//! Produce (API 0): validate batch headers, append the producer's bytes once, acknowledge per
+//! `acks` (and after the fsync group commit when `flush.messages` demands it).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use runnel_log::batch::BatchHeader;
+
+use super::str_bytes;
+use crate::context::Broker;
+use crate::errors::code;
+
+const ZSTD: u8 = 4;
+
+fn error(index: i32, code: i16, message: &str) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(code)
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+        .with_error_message((!message.is_empty()).then(|| str_bytes(message)))
+}
+
+pub async fn handle(broker: &Arc<Broker>, request: ProduceRequest, version: i16) -> ProduceResponse {
+    let acks = request.acks;
+    let acks_valid = matches!(acks, -1..=1);
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    let mut appended_any = false;
+    for topic in request.topic_data {
+        let name = topic.name.0.as_str();
+        let mut partitions = Vec::with_capacity(topic.partition_data.len());
+        for data in topic.partition_data {
+            let index = data.index;
+            if !acks_valid {
+                partitions.push(error(index, code::INVALID_REQUIRED_ACKS, ""));
+                continue;
+            }
+            let Some(partition) = broker.replicas.get(name, index) else {
+                let code = if broker.image().partition(name, index).is_some() {
+                    code::NOT_LEADER_OR_FOLLOWER
+                } else {
+                    code::UNKNOWN_TOPIC_OR_PARTITION
+                };
+                partitions.push(error(index, code, ""));
+                continue;
+            };
+            let Some(records) = data.records else {
+                partitions.push(error(index, code::INVALID_RECORD, "Produce request without records"));
+                continue;
+            };
+            if version < 7 && uses_zstd(&records) {
+                partitions.push(error(
+                    index,
+                    code::UNSUPPORTED_COMPRESSION_TYPE,
+                    "zstd needs Produce v7 or later",
+                ));
+                continue;
+            }
+            match partition.append_as_leader(&records, broker.node_id) {
+                Ok(appended) => {
+                    appended_any |= !appended.duplicate;
+                    let needs_flush = !appended.duplicate && partition.needs_flush();
+                    if needs_flush {
+                        if let Err(e) = partition.wait_flushed(appended.last_offset + 1).await {
+                            tracing::error!(topic = %name, partition = index, error = %e, "fsync failed");
+                            partitions.push(error(index, code::KAFKA_STORAGE_ERROR, &e.to_string()));
+                            continue;
+                        }
+                    }
+                    partitions.push(
+                        PartitionProduceResponse::default()
+                            .with_index(index)
+                            .with_base_offset(appended.base_offset)
+                            .with_log_append_time_ms(-1)
+                            .with_log_start_offset(appended.log_start_offset),
+                    );
+                }
+                Err((code, message)) => partitions.push(error(index, code, &message)),
+            }
+        }
+        topics.push(
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_partition_responses(partitions),
+        );
+    }
+    if appended_any {
+        broker.replicas.appended.notify_waiters();
+    }
+    ProduceResponse::default().with_responses(topics)
+}
+
+/// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).
+fn uses_zstd(records: &[u8]) -> bool {
+    let mut rest = records;
+    while let Ok(h) = BatchHeader::parse(rest) {
+        if h.compression() == ZSTD {
+            return true;
+        }
+        let size = h.total_size();
+        if size == 0 || size > rest.len() {
+            break;
+        }
+        rest = &rest[size..];
+    }
+    false
+}

@@ -1,0 +1,229 @@
+//! CreateTopics (19), DeleteTopics (20), CreatePartitions (37): translate to the controller's
+//! requests, then wait (bounded by the request's timeout) until the change is visible.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse,
+};
+use runnel_metadata::{ApiError, CreateTopicRequest, MetadataImage, TopicRef};
+
+use super::{str_bytes, topic_name};
+use crate::context::Broker;
+use crate::errors::code;
+
+fn message(e: &ApiError) -> Option<kafka_protocol::protocol::StrBytes> {
+    (!e.message.is_empty()).then(|| str_bytes(&e.message))
+}
+
+/// Waits until `done(image)` holds or the timeout passes; returns whether it holds.
+async fn wait_for(broker: &Arc<Broker>, timeout_ms: i32, done: impl Fn(&MetadataImage) -> bool) -> bool {
+    let mut rx = broker.image.clone();
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
+    loop {
+        if done(&rx.borrow_and_update()) {
+            return true;
+        }
+        match tokio::time::timeout_at(deadline, rx.changed()).await {
+            Ok(Ok(())) => {}
+            _ => return done(&rx.borrow()),
+        }
+    }
+}
+
+pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _version: i16) -> CreateTopicsResponse {
+    let requests: Vec<CreateTopicRequest> = request
+        .topics
+        .iter()
+        .map(|t| CreateTopicRequest {
+            name: t.name.0.to_string(),
+            num_partitions: t.num_partitions,
+            replication_factor: t.replication_factor,
+            assignment: t
+                .assignments
+                .iter()
+                .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect()))
+                .collect(),
+            configs: t
+                .configs
+                .iter()
+                .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+                .collect(),
+        })
+        .collect();
+    let outcomes = match broker.controller.create_topics(requests, request.validate_only).await {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            let topics = request
+                .topics
+                .iter()
+                .map(|t| {
+                    CreatableTopicResult::default()
+                        .with_name(t.name.clone())
+                        .with_error_code(e.code)
+                        .with_error_message(message(&e))
+                })
+                .collect();
+            return CreateTopicsResponse::default().with_topics(topics);
+        }
+    };
+    let created: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.result.is_ok())
+        .map(|o| o.name.clone())
+        .collect();
+    let all_led = if request.validate_only || created.is_empty() {
+        true
+    } else {
+        wait_for(broker, request.timeout_ms, |image| {
+            created.iter().all(|name| {
+                image
+                    .topic(name)
+                    .is_some_and(|t| t.partitions.values().all(|p| p.leader >= 0))
+            })
+        })
+        .await
+    };
+    let topics = outcomes
+        .into_iter()
+        .map(|o| {
+            let result = CreatableTopicResult::default().with_name(topic_name(&o.name));
+            match o.result {
+                Ok(created) => {
+                    let timed_out = !request.validate_only && (request.timeout_ms <= 0 || !all_led);
+                    let configs = created
+                        .configs
+                        .iter()
+                        .map(|c| {
+                            CreatableTopicConfigs::default()
+                                .with_name(str_bytes(&c.name))
+                                .with_value(c.value.as_deref().map(str_bytes))
+                                .with_read_only(c.read_only)
+                                .with_config_source(c.source.id())
+                                .with_is_sensitive(c.sensitive)
+                        })
+                        .collect();
+                    result
+                        .with_topic_id(created.topic_id)
+                        .with_error_code(if timed_out { code::REQUEST_TIMED_OUT } else { code::NONE })
+                        .with_num_partitions(created.num_partitions)
+                        .with_replication_factor(created.replication_factor)
+                        .with_configs(Some(configs))
+                }
+                Err(e) => result
+                    .with_error_code(e.code)
+                    .with_error_message(message(&e))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+pub async fn delete_topics(broker: &Arc<Broker>, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+    let mut refs: Vec<TopicRef> = request
+        .topic_names
+        .iter()
+        .map(|n| TopicRef::Name(n.0.to_string()))
+        .collect();
+    for t in &request.topics {
+        match &t.name {
+            Some(name) => refs.push(TopicRef::Name(name.0.to_string())),
+            None => refs.push(TopicRef::Id(t.topic_id)),
+        }
+    }
+    let results = match broker.controller.delete_topics(refs.clone(), version).await {
+        Ok(results) => results,
+        Err(e) => refs
+            .into_iter()
+            .map(|r| {
+                let name = match &r {
+                    TopicRef::Name(n) => Some(n.clone()),
+                    TopicRef::Id(_) => None,
+                };
+                (r, name, Err(e.clone()))
+            })
+            .collect(),
+    };
+    let deleted: Vec<uuid::Uuid> = results.iter().filter_map(|r| r.2.as_ref().ok().copied()).collect();
+    let gone = wait_for(broker, request.timeout_ms, |image| {
+        deleted.iter().all(|id| image.topic_by_id(id).is_none())
+    })
+    .await;
+    let responses = results
+        .into_iter()
+        .map(|(r, name, result)| {
+            let name = name.or(match &r {
+                TopicRef::Name(n) => Some(n.clone()),
+                TopicRef::Id(_) => None,
+            });
+            let out = DeletableTopicResult::default().with_name(name.as_deref().map(topic_name));
+            match result {
+                Ok(id) => out
+                    .with_topic_id(id)
+                    .with_error_code(if gone { code::NONE } else { code::REQUEST_TIMED_OUT }),
+                Err(e) => out.with_error_code(e.code).with_error_message(message(&e)),
+            }
+        })
+        .collect();
+    DeleteTopicsResponse::default().with_responses(responses)
+}
+
+pub async fn create_partitions(
+    broker: &Arc<Broker>,
+    request: CreatePartitionsRequest,
+    _version: i16,
+) -> CreatePartitionsResponse {
+    let requests: Vec<runnel_metadata::CreatePartitionsRequest> = request
+        .topics
+        .iter()
+        .map(|t| runnel_metadata::CreatePartitionsRequest {
+            name: t.name.0.to_string(),
+            count: t.count,
+            assignment: t
+                .assignments
+                .as_ref()
+                .map(|a| a.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect()),
+        })
+        .collect();
+    let results = match broker.controller.create_partitions(requests, request.validate_only).await {
+        Ok(results) => results,
+        Err(e) => request
+            .topics
+            .iter()
+            .map(|t| (t.name.0.to_string(), Err(e.clone())))
+            .collect(),
+    };
+    let grown: Vec<(String, i32)> = request
+        .topics
+        .iter()
+        .filter(|t| results.iter().any(|(n, r)| n == t.name.0.as_str() && r.is_ok()))
+        .map(|t| (t.name.0.to_string(), t.count))
+        .collect();
+    let all_led = request.validate_only
+        || wait_for(broker, request.timeout_ms, |image| {
+            grown.iter().all(|(name, count)| {
+                image.topic(name).is_some_and(|t| {
+                    t.partitions.len() as i32 >= *count && t.partitions.values().all(|p| p.leader >= 0)
+                })
+            })
+        })
+        .await;
+    let results = results
+        .into_iter()
+        .map(|(name, result)| {
+            let out = CreatePartitionsTopicResult::default().with_name(topic_name(&name));
+            match result {
+                Ok(()) => out.with_error_code(if all_led { code::NONE } else { code::REQUEST_TIMED_OUT }),
+                Err(e) => out.with_error_code(e.code).with_error_message(message(&e)),
+            }
+        })
+        .collect();
+    CreatePartitionsResponse::default().with_results(results)
+}

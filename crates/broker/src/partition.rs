@@ -1,0 +1,200 @@
+//! One partition replica hosted by this broker: its log, its role from the metadata image, the
+//! idempotent-producer state, and the group commit of fsyncs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use runnel_log::batch::{self, BatchHeader};
+use runnel_log::{AppendInfo, LogConfig, LogError, SharedLog};
+use runnel_metadata::EffectiveTopicConfig;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::errors::code;
+use crate::producer_state::{last_seq, ProducerStateTable, SequenceCheck};
+
+/// The role this broker plays for the partition, as of the last applied image.
+#[derive(Debug, Clone)]
+pub struct Role {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub replicas: Vec<i32>,
+    pub config: Arc<EffectiveTopicConfig>,
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    pub topic_id: Uuid,
+    pub log: SharedLog,
+    role: RwLock<Role>,
+    producers: Mutex<ProducerStateTable>,
+    /// Offset up to which the log is known to be fsynced (exclusive).
+    flushed: watch::Sender<i64>,
+    flushing: AtomicBool,
+}
+
+/// Result of a leader append, per partition of a Produce request.
+#[derive(Debug, Clone, Copy)]
+pub struct Appended {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub log_start_offset: i64,
+    /// True when nothing was written because every batch was a retry of an appended one.
+    pub duplicate: bool,
+}
+
+/// Maps the effective topic configuration onto the log's settings.
+pub fn log_config(c: &EffectiveTopicConfig) -> LogConfig {
+    LogConfig {
+        segment_bytes: c.segment_bytes,
+        segment_ms: c.segment_ms,
+        retention_ms: c.retention_ms,
+        retention_bytes: c.retention_bytes,
+        index_interval_bytes: c.index_interval_bytes,
+        max_index_bytes: c.segment_index_bytes,
+        file_delete_delay_ms: c.file_delete_delay_ms.max(0) as u64,
+        flush_interval_messages: if c.flush_messages <= 0 {
+            1
+        } else {
+            c.flush_messages as u64
+        },
+    }
+}
+
+impl Partition {
+    pub fn new(topic: String, index: i32, topic_id: Uuid, log: SharedLog, role: Role) -> Self {
+        let flushed_to = log.lock().recovery_point();
+        Partition {
+            topic,
+            index,
+            topic_id,
+            log,
+            role: RwLock::new(role),
+            producers: Mutex::new(ProducerStateTable::default()),
+            flushed: watch::Sender::new(flushed_to),
+            flushing: AtomicBool::new(false),
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role.read().clone()
+    }
+
+    pub fn set_role(&self, role: Role) {
+        let config_changed = *self.role.read().config != *role.config;
+        if config_changed {
+            self.log.lock().update_config(log_config(&role.config));
+        }
+        *self.role.write() = role;
+    }
+
+    /// Appends a Produce request's records as the leader. Errors are Kafka error codes.
+    pub fn append_as_leader(&self, records: &[u8], node_id: i32) -> Result<Appended, (i16, String)> {
+        let role = self.role();
+        if role.leader != node_id {
+            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
+        }
+        let max = role.config.max_message_bytes.max(0) as usize;
+        let headers = batch::validate_batches(records, max)
+            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        let mut log = self.log.lock();
+        let mut producers = self.producers.lock();
+        // Idempotence: decide for every batch before writing any of them.
+        let mut duplicate_of = None;
+        for h in headers.iter().filter(|h| h.producer_id >= 0) {
+            let last = last_seq(h.base_sequence, h.record_count);
+            match producers.check(h.producer_id, h.producer_epoch, h.base_sequence, last) {
+                SequenceCheck::Append => {}
+                SequenceCheck::Duplicate { first_offset } if headers.len() == 1 => {
+                    duplicate_of = Some((first_offset, h.last_offset_delta));
+                }
+                SequenceCheck::Duplicate { .. } => {
+                    return Err((code::DUPLICATE_SEQUENCE_NUMBER, String::new()))
+                }
+                SequenceCheck::Reject { error_code } => return Err((error_code, String::new())),
+            }
+        }
+        if let Some((first_offset, delta)) = duplicate_of {
+            return Ok(Appended {
+                base_offset: first_offset,
+                last_offset: first_offset + delta as i64,
+                log_start_offset: log.log_start_offset(),
+                duplicate: true,
+            });
+        }
+        let info: AppendInfo = log
+            .append(records, &headers, role.leader_epoch)
+            .map_err(|e| (code::KAFKA_STORAGE_ERROR, e.to_string()))?;
+        record_producers(&mut producers, &headers, info.first_offset);
+        if role.isr.len() <= 1 {
+            // Alone in the ISR: everything appended is committed.
+            let leo = log.log_end_offset();
+            log.set_high_watermark(leo);
+        }
+        Ok(Appended {
+            base_offset: info.first_offset,
+            last_offset: info.last_offset,
+            log_start_offset: info.log_start_offset,
+            duplicate: false,
+        })
+    }
+
+    /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.
+    pub fn needs_flush(&self) -> bool {
+        let every = self.role.read().config.flush_messages;
+        every > 0 && every != i64::MAX && self.log.lock().unflushed_messages() >= every as u64
+    }
+
+    /// Waits until everything below `offset` is fsynced. One fsync serves every waiter
+    /// (group commit): whoever finds no flush running becomes the flusher; the rest wait for it.
+    pub async fn wait_flushed(&self, offset: i64) -> Result<(), LogError> {
+        let mut rx = self.flushed.subscribe();
+        loop {
+            if *rx.borrow_and_update() >= offset {
+                return Ok(());
+            }
+            if self
+                .flushing
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let result = self.flush_once().await;
+                // Clear before publishing so a woken waiter can take over the next flush.
+                self.flushing.store(false, Ordering::Release);
+                match result {
+                    Ok(up_to) => {
+                        self.flushed.send_replace(up_to);
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else if rx.changed().await.is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn flush_once(&self) -> Result<i64, LogError> {
+        let target = self.log.lock().flush_target();
+        let up_to = target.up_to_offset();
+        let target = tokio::task::spawn_blocking(move || target.sync().map(|()| ()))
+            .await
+            .map_err(|e| LogError::Io(std::io::Error::other(e)))?;
+        target?;
+        self.log.lock().mark_flushed(up_to);
+        Ok(up_to)
+    }
+}
+
+fn record_producers(producers: &mut ProducerStateTable, headers: &[BatchHeader], first_offset: i64) {
+    let mut offset = first_offset;
+    for h in headers {
+        if h.producer_id >= 0 {
+            let last = last_seq(h.base_sequence, h.record_count);
+            producers.record(h.producer_id, h.producer_epoch, h.base_sequence, last, offset);
+        }
+        offset += h.last_offset_delta as i64 + 1;
+    }
+}

@@ -1,0 +1,184 @@
+//! Idempotent-producer sequence checks (Kafka's `ProducerStateManager`, simplified to what a
+//! non-transactional idempotent producer needs).
+//!
+//! Per producer id we keep the epoch and the last five batches' sequence ranges with their
+//! offsets: a retry of one of them is acknowledged with the original offset instead of being
+//! appended twice, and a gap is rejected so the client can tell records went missing.
+
+use std::collections::{HashMap, VecDeque};
+
+/// How many recent batches per producer are remembered for duplicate detection (Kafka: 5).
+const CACHED_BATCHES: usize = 5;
+
+pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BatchMeta {
+    first_seq: i32,
+    last_seq: i32,
+    first_offset: i64,
+}
+
+#[derive(Debug, Default)]
+struct ProducerEntry {
+    epoch: i16,
+    batches: VecDeque<BatchMeta>,
+}
+
+/// What to do with an incoming idempotent batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceCheck {
+    Append,
+    /// Already in the log: answer with this base offset, write nothing.
+    Duplicate { first_offset: i64 },
+    Reject { error_code: i16 },
+}
+
+#[derive(Debug, Default)]
+pub struct ProducerStateTable {
+    producers: HashMap<i64, ProducerEntry>,
+}
+
+fn next_seq(seq: i32) -> i32 {
+    if seq == i32::MAX {
+        0
+    } else {
+        seq + 1
+    }
+}
+
+/// Last sequence of a batch of `count` records starting at `first_seq` (sequences wrap at i32::MAX).
+pub fn last_seq(first_seq: i32, count: i32) -> i32 {
+    let last = first_seq as i64 + count.max(1) as i64 - 1;
+    (last % (i32::MAX as i64 + 1)) as i32
+}
+
+impl ProducerStateTable {
+    pub fn check(&self, producer_id: i64, epoch: i16, first_seq: i32, last_seq: i32) -> SequenceCheck {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            // Unknown producer (new, or its state expired): Kafka accepts any sequence.
+            return SequenceCheck::Append;
+        };
+        if epoch < entry.epoch {
+            return SequenceCheck::Reject {
+                error_code: INVALID_PRODUCER_EPOCH,
+            };
+        }
+        if epoch > entry.epoch {
+            return if first_seq == 0 {
+                SequenceCheck::Append
+            } else {
+                SequenceCheck::Reject {
+                    error_code: OUT_OF_ORDER_SEQUENCE_NUMBER,
+                }
+            };
+        }
+        if let Some(dup) = entry
+            .batches
+            .iter()
+            .find(|b| b.first_seq == first_seq && b.last_seq == last_seq)
+        {
+            return SequenceCheck::Duplicate {
+                first_offset: dup.first_offset,
+            };
+        }
+        match entry.batches.back() {
+            Some(last) if next_seq(last.last_seq) != first_seq => SequenceCheck::Reject {
+                error_code: OUT_OF_ORDER_SEQUENCE_NUMBER,
+            },
+            _ => SequenceCheck::Append,
+        }
+    }
+
+    /// Records an appended batch; call only after `check` returned `Append`.
+    pub fn record(&mut self, producer_id: i64, epoch: i16, first_seq: i32, last_seq: i32, first_offset: i64) {
+        let entry = self.producers.entry(producer_id).or_default();
+        if epoch != entry.epoch {
+            entry.epoch = epoch;
+            entry.batches.clear();
+        }
+        if entry.batches.len() == CACHED_BATCHES {
+            entry.batches.pop_front();
+        }
+        entry.batches.push_back(BatchMeta {
+            first_seq,
+            last_seq,
+            first_offset,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_order_batches_append_and_retries_are_duplicates() {
+        let mut t = ProducerStateTable::default();
+        assert_eq!(t.check(7, 0, 0, 9), SequenceCheck::Append);
+        t.record(7, 0, 0, 9, 100);
+        assert_eq!(t.check(7, 0, 10, 19), SequenceCheck::Append);
+        t.record(7, 0, 10, 19, 110);
+        assert_eq!(
+            t.check(7, 0, 0, 9),
+            SequenceCheck::Duplicate { first_offset: 100 }
+        );
+        assert_eq!(
+            t.check(7, 0, 10, 19),
+            SequenceCheck::Duplicate { first_offset: 110 }
+        );
+    }
+
+    #[test]
+    fn gaps_and_old_epochs_are_rejected() {
+        let mut t = ProducerStateTable::default();
+        t.record(7, 1, 0, 4, 0);
+        assert_eq!(
+            t.check(7, 1, 6, 9),
+            SequenceCheck::Reject {
+                error_code: OUT_OF_ORDER_SEQUENCE_NUMBER
+            }
+        );
+        assert_eq!(
+            t.check(7, 0, 5, 9),
+            SequenceCheck::Reject {
+                error_code: INVALID_PRODUCER_EPOCH
+            }
+        );
+        // A new epoch must restart at 0.
+        assert_eq!(
+            t.check(7, 2, 3, 4),
+            SequenceCheck::Reject {
+                error_code: OUT_OF_ORDER_SEQUENCE_NUMBER
+            }
+        );
+        assert_eq!(t.check(7, 2, 0, 4), SequenceCheck::Append);
+    }
+
+    #[test]
+    fn only_the_last_five_batches_are_remembered() {
+        let mut t = ProducerStateTable::default();
+        for i in 0..6 {
+            t.record(1, 0, i * 10, i * 10 + 9, i as i64 * 10);
+        }
+        assert_eq!(
+            t.check(1, 0, 0, 9),
+            SequenceCheck::Reject {
+                error_code: OUT_OF_ORDER_SEQUENCE_NUMBER
+            }
+        );
+        assert_eq!(
+            t.check(1, 0, 10, 19),
+            SequenceCheck::Duplicate { first_offset: 10 }
+        );
+    }
+
+    #[test]
+    fn sequences_wrap() {
+        assert_eq!(last_seq(i32::MAX, 2), 0);
+        let mut t = ProducerStateTable::default();
+        t.record(1, 0, i32::MAX - 1, i32::MAX, 0);
+        assert_eq!(t.check(1, 0, 0, 3), SequenceCheck::Append);
+    }
+}

@@ -1,0 +1,128 @@
+//! Applies metadata images to the local logs: the role Kafka's LeaderAndIsr/StopReplica requests
+//! play. For every partition with a replica on this node it opens (or creates) the log and
+//! records whether this node leads it; logs of partitions that left the image are deleted.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use runnel_log::LogManager;
+use runnel_metadata::{effective_topic_config, BrokerDefaults, MetadataImage};
+use tokio::sync::Notify;
+
+use crate::partition::{log_config, Partition, Role};
+
+pub struct ReplicaManager {
+    node_id: i32,
+    logs: LogManager,
+    defaults: BrokerDefaults,
+    partitions: RwLock<HashMap<String, BTreeMap<i32, Arc<Partition>>>>,
+    /// Woken after every append so long-polling fetches can re-check.
+    pub appended: Notify,
+}
+
+impl ReplicaManager {
+    pub fn new(node_id: i32, logs: LogManager, defaults: BrokerDefaults) -> Self {
+        ReplicaManager {
+            node_id,
+            logs,
+            defaults,
+            partitions: RwLock::new(HashMap::new()),
+            appended: Notify::new(),
+        }
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    pub fn get(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
+        self.partitions.read().get(topic)?.get(&partition).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Partition>> {
+        self.partitions
+            .read()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
+    pub fn logs(&self) -> &LogManager {
+        &self.logs
+    }
+
+    /// Brings the local replicas in line with `image`.
+    pub fn apply_image(&self, image: &MetadataImage) {
+        let mut wanted: HashMap<String, BTreeMap<i32, Arc<Partition>>> = HashMap::new();
+        let current = self.partitions.read().clone();
+        for (name, topic) in &image.topics {
+            let config = Arc::new(effective_topic_config(
+                &image.topic_overrides(name),
+                &self.defaults,
+            ));
+            for (&index, p) in &topic.partitions {
+                if !p.replicas.contains(&self.node_id) {
+                    continue;
+                }
+                let role = Role {
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone(),
+                    replicas: p.replicas.clone(),
+                    config: config.clone(),
+                };
+                let existing = current
+                    .get(name)
+                    .and_then(|m| m.get(&index))
+                    .filter(|e| e.topic_id == topic.id)
+                    .cloned();
+                let partition = match existing {
+                    Some(partition) => {
+                        partition.set_role(role);
+                        partition
+                    }
+                    None => match self.logs.get_or_create(name, index, topic.id, log_config(&config)) {
+                        Ok(log) => Arc::new(Partition::new(name.clone(), index, topic.id, log, role)),
+                        Err(e) => {
+                            tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
+                            continue;
+                        }
+                    },
+                };
+                let role = partition.role();
+                if role.leader == self.node_id && role.isr == [self.node_id] {
+                    let mut log = partition.log.lock();
+                    let leo = log.log_end_offset();
+                    log.set_high_watermark(leo);
+                }
+                wanted.entry(name.clone()).or_default().insert(index, partition);
+            }
+        }
+        // Logs on disk or in memory that the image no longer assigns here are deleted.
+        for (topic, index) in self.logs.partitions() {
+            let keep = wanted.get(&topic).is_some_and(|m| m.contains_key(&index));
+            if !keep {
+                tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
+                if let Err(e) = self.logs.delete(&topic, index) {
+                    tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
+                }
+            }
+        }
+        *self.partitions.write() = wanted;
+        // New leaders may unblock fetches waiting for a partition to appear.
+        self.appended.notify_waiters();
+    }
+
+    /// Retention for every local log; returns the number of segments deleted.
+    pub fn enforce_retention(&self, now_ms: i64) -> usize {
+        let mut deleted = 0;
+        for p in self.all() {
+            match p.log.lock().enforce_retention(now_ms) {
+                Ok(n) => deleted += n,
+                Err(e) => tracing::error!(topic = %p.topic, partition = p.index, error = %e, "retention failed"),
+            }
+        }
+        deleted
+    }
+}

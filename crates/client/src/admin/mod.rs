@@ -1,0 +1,37 @@
+//! Cluster administration (the operations behind kafka-topics.sh and kafka-configs.sh), each
+//! one Kafka request, routed to the controller or to partition leaders as Kafka requires.
+
+mod cluster;
+mod configs;
+mod offsets;
+mod topics;
+
+use std::sync::Arc;
+
+pub use cluster::ClusterDescription;
+pub use configs::{AlterConfigOp, ConfigEntry, ConfigOpType, ConfigResource, ConfigSource, ConfigSynonym, ResourceType};
+pub use offsets::{ListedOffset, OffsetSpec};
+pub use topics::{NewPartitions, NewTopic};
+
+use crate::client::Client;
+
+/// Admin operations on a cluster. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    client: Arc<Client>,
+}
+
+impl Admin {
+    /// An admin handle on `client`.
+    pub fn new(client: Arc<Client>) -> Self {
+        Self { client }
+    }
+
+    /// The underlying cluster handle.
+    pub fn client(&self) -> &Arc<Client> {
+        &self.client
+    }
+}
+
+/// Per-item outcome of a batch admin call (one entry per topic / resource, in request order).
+pub type ItemResults<K, T = ()> = Vec<(K, crate::error::Result<T>)>;

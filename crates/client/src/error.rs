@@ -1,0 +1,228 @@
+//! Client errors as types, with Kafka's error names so that users (and the CLI) can tell
+//! exactly which broker-side condition happened and what to do about it.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+
+/// Result alias used throughout the client.
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong talking to a Kafka cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The broker answered with a Kafka error code.
+    #[error("{name}{}", .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Kafka {
+        /// The numeric code (Appendix 2 of the spec / Kafka's `Errors`).
+        code: i16,
+        /// Kafka's name for the code, e.g. `TOPIC_ALREADY_EXISTS`.
+        name: &'static str,
+        /// The broker's error message, when it sent one.
+        message: Option<String>,
+    },
+    /// Socket-level failure (connection refused, reset, closed).
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// No answer within the configured time.
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, String),
+    /// The peer sent something we cannot decode, or we could not encode a request.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The caller asked for something invalid (bad config, unknown partition, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl ClientError {
+    /// Builds a `Kafka` error from a response error code and optional message.
+    pub fn kafka(code: i16, message: Option<String>) -> Self {
+        ClientError::Kafka {
+            code,
+            name: error_name(code),
+            message: message.filter(|m| !m.is_empty()),
+        }
+    }
+
+    /// Returns `Err` for a non-zero code, `Ok(())` for `NONE`.
+    pub fn check(code: i16, message: Option<&str>) -> Result<()> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Self::kafka(code, message.map(str::to_owned)))
+        }
+    }
+
+    /// The Kafka error code, if this error came from a broker.
+    pub fn code(&self) -> Option<i16> {
+        match self {
+            ClientError::Kafka { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether retrying (possibly after a metadata refresh) can succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            ClientError::Kafka { code, .. } => is_retriable_code(*code),
+            ClientError::Io(_) | ClientError::Timeout(..) => true,
+            ClientError::Protocol(_) | ClientError::InvalidArgument(_) => false,
+        }
+    }
+
+    /// Whether the error means our view of leadership is stale and metadata must be refreshed.
+    pub fn needs_metadata_refresh(&self) -> bool {
+        matches!(self.code(), Some(code) if needs_refresh_code(code))
+            || matches!(self, ClientError::Io(_))
+    }
+
+    pub(crate) fn protocol(context: &str, err: impl std::fmt::Display) -> Self {
+        ClientError::Protocol(format!("{context}: {err}"))
+    }
+}
+
+/// Codes after which the client refreshes metadata before retrying: the partition moved,
+/// has no leader yet, is not known yet, or the controller moved.
+pub fn needs_refresh_code(code: i16) -> bool {
+    matches!(code, 3 | 5 | 6 | 41 | 74 | 75 | 100 | 103)
+}
+
+/// Whether Kafka marks the code as retriable.
+pub fn is_retriable_code(code: i16) -> bool {
+    ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
+}
+
+/// Kafka's upper-snake-case name for an error code (`UNKNOWN_TOPIC_OR_PARTITION`), derived
+/// from kafka-protocol's `ResponseError` so the table never drifts from the protocol crate.
+pub fn error_name(code: i16) -> &'static str {
+    static NAMES: OnceLock<HashMap<i16, &'static str>> = OnceLock::new();
+    if code == 0 {
+        return "NONE";
+    }
+    let names = NAMES.get_or_init(|| {
+        let mut map = HashMap::new();
+        for c in -1i16..=300 {
+            if let Some(err) = ResponseError::try_from_code(c) {
+                if !matches!(err, ResponseError::Unknown(_)) {
+                    let name: &'static str = Box::leak(camel_to_upper_snake(&err.to_string()).into_boxed_str());
+                    map.insert(c, name);
+                }
+            }
+        }
+        map
+    });
+    names.get(&code).copied().unwrap_or("UNKNOWN")
+}
+
+fn camel_to_upper_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, ch) in camel.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_uppercase());
+    }
+    out
+}
+
+/// What a user can do about an error code, for the CLI's one-line error report.
+pub fn hint(code: i16) -> Option<&'static str> {
+    Some(match code {
+        3 => "check the topic name (runnel topics --list) or create it first",
+        5 | 6 | 41 => "leadership is moving; retry in a moment",
+        7 => "the broker was too slow; retry or raise the timeout",
+        10 => "the record batch is larger than the broker's message.max.bytes; send smaller records",
+        17 => "topic names may only contain [a-zA-Z0-9._-] and be at most 249 characters",
+        19 | 20 => "not enough in-sync replicas for acks=all; bring brokers back or lower min.insync.replicas",
+        29..=31 => "the principal is not authorised for this operation",
+        35 => "the broker does not support this request version",
+        36 => "choose another name, or pass --if-not-exists",
+        37 => "the partition count must be positive and may only grow",
+        38 => "use a replication factor between 1 and the number of live brokers",
+        39 => "every partition needs the same number of distinct, existing broker ids",
+        40 => "check the config name and value (runnel configs --describe shows valid names)",
+        42 => "the request was malformed; check the flags",
+        44 => "the broker's policy rejected the request",
+        73 => "topic deletion is disabled on the broker (delete.topic.enable=false)",
+        76 => "use one of gzip, snappy, lz4, zstd or none",
+        _ => return None,
+    })
+}
+
+/// Renders an error as one line for the CLI: `ERROR_NAME: message. hint`.
+pub fn render_error(err: &ClientError) -> String {
+    match err {
+        ClientError::Kafka { code, name, message } => {
+            let mut line = (*name).to_string();
+            if let Some(m) = message {
+                line.push_str(": ");
+                line.push_str(m.trim_end_matches('.'));
+            }
+            line.push('.');
+            if let Some(h) = hint(*code) {
+                line.push(' ');
+                line.push_str(&capitalise(h));
+                line.push('.');
+            }
+            line
+        }
+        ClientError::Io(e) => format!(
+            "NETWORK_EXCEPTION: {e}. Check that a broker is listening at the --bootstrap-server address."
+        ),
+        ClientError::Timeout(d, what) => format!(
+            "REQUEST_TIMED_OUT: no answer to {what} within {} ms. Check that the broker is up and reachable.",
+            d.as_millis()
+        ),
+        ClientError::Protocol(m) => format!("PROTOCOL_ERROR: {m}."),
+        ClientError::InvalidArgument(m) => format!("INVALID_ARGUMENT: {m}."),
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_kafka() {
+        assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(error_name(0), "NONE");
+        assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(error_name(17), "INVALID_TOPIC_EXCEPTION");
+        assert_eq!(error_name(36), "TOPIC_ALREADY_EXISTS");
+        assert_eq!(error_name(41), "NOT_CONTROLLER");
+        assert_eq!(error_name(100), "UNKNOWN_TOPIC_ID");
+        assert_eq!(error_name(30000), "UNKNOWN");
+    }
+
+    #[test]
+    fn retriable_and_refresh() {
+        assert!(ClientError::kafka(6, None).is_retriable());
+        assert!(ClientError::kafka(6, None).needs_metadata_refresh());
+        assert!(!ClientError::kafka(36, None).is_retriable());
+        assert!(!ClientError::kafka(36, None).needs_metadata_refresh());
+    }
+
+    #[test]
+    fn render_one_line() {
+        let e = ClientError::kafka(36, Some("Topic 'a' already exists.".into()));
+        assert_eq!(
+            render_error(&e),
+            "TOPIC_ALREADY_EXISTS: Topic 'a' already exists. Choose another name, or pass --if-not-exists."
+        );
+        let e = ClientError::kafka(3, None);
+        assert!(render_error(&e).starts_with("UNKNOWN_TOPIC_OR_PARTITION. Check"));
+        assert!(!render_error(&e).contains('\n'));
+    }
+}

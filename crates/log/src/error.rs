@@ -1,0 +1,52 @@
+//! The errors of partition-log operations, with their Kafka error codes.
+
+use crate::batch::BatchError;
+
+/// Anything a log operation can fail with. Disk content never panics: corruption that cannot
+/// be repaired by truncation surfaces as [`LogError::Corrupt`].
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("offset {offset} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        offset: i64,
+        log_start: i64,
+        log_end: i64,
+    },
+    #[error("corrupt log data: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    /// A follower append that does not continue the log densely at its end offset.
+    #[error("unexpected append offset: expected {expected}, got {got}")]
+    UnexpectedOffset { expected: i64, got: i64 },
+    /// The log was closed (broker shutdown) or deleted; no further writes are accepted.
+    #[error("log is closed")]
+    Closed,
+    /// `partition.metadata` holds another topic id than the one asked for (a stale directory
+    /// of a deleted topic with the same name).
+    #[error("topic id mismatch: directory has {found}, expected {expected}")]
+    InconsistentTopicId {
+        expected: uuid::Uuid,
+        found: uuid::Uuid,
+    },
+    #[error("invalid partition directory name: {0}")]
+    InvalidDirName(String),
+}
+
+impl LogError {
+    /// The Kafka error code a handler should answer with.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            LogError::Io(_) => 56,                  // KAFKA_STORAGE_ERROR
+            LogError::OffsetOutOfRange { .. } => 1, // OFFSET_OUT_OF_RANGE
+            LogError::Corrupt(_) => 2,              // CORRUPT_MESSAGE
+            LogError::Batch(b) => b.kafka_error_code(),
+            LogError::UnexpectedOffset { .. } => 2,
+            LogError::Closed => 6,                  // NOT_LEADER_OR_FOLLOWER: the replica is gone
+            LogError::InconsistentTopicId { .. } => 103,
+            LogError::InvalidDirName(_) => -1,
+        }
+    }
+}

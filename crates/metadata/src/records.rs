@@ -1,0 +1,178 @@
+//! Metadata records: the only way the cluster metadata changes (spec I.2).
+//!
+//! The controller *decides* and emits these; the metadata log *records* them in order; every
+//! node *applies* them to an immutable [`crate::image::MetadataImage`]. They mirror KRaft's
+//! record types so that the log reads like Kafka's `__cluster_metadata` and a later switch to
+//! a replicated log only changes how they are stored, not what they mean.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The resource a [`MetadataRecord::Config`] applies to.
+///
+/// `Broker("")` is the cluster-wide dynamic default (Kafka's `<default>` entity); `Broker("3")`
+/// is broker 3's dynamic config.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ConfigResource {
+    Topic(String),
+    Broker(String),
+}
+
+impl ConfigResource {
+    /// Kafka's `ConfigResource.Type` id (2 = topic, 4 = broker), as in `ConfigRecord`.
+    pub fn resource_type(&self) -> i8 {
+        match self {
+            ConfigResource::Topic(_) => 2,
+            ConfigResource::Broker(_) => 4,
+        }
+    }
+
+    /// The resource name (topic name, broker id, or "" for the cluster default).
+    pub fn name(&self) -> &str {
+        match self {
+            ConfigResource::Topic(n) | ConfigResource::Broker(n) => n,
+        }
+    }
+}
+
+/// One metadata change. Field meanings follow KRaft's record JSON schemas.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetadataRecord {
+    /// A broker (re-)registered; `broker_epoch` grows with every registration.
+    RegisterBroker {
+        broker_id: i32,
+        incarnation_id: Uuid,
+        broker_epoch: i64,
+        host: String,
+        port: u16,
+        rack: Option<String>,
+        fenced: bool,
+    },
+    /// Fencing / controlled-shutdown change of a registered broker; `None` = unchanged.
+    BrokerRegistrationChange {
+        broker_id: i32,
+        broker_epoch: i64,
+        fenced: Option<bool>,
+        in_controlled_shutdown: Option<bool>,
+    },
+    /// A broker was decommissioned.
+    UnregisterBroker { broker_id: i32, broker_epoch: i64 },
+    /// A topic was created (its partitions follow as `Partition` records).
+    Topic { name: String, topic_id: Uuid },
+    /// A partition was created. `leader` is -1 when there is no leader yet.
+    Partition {
+        topic_id: Uuid,
+        partition_id: i32,
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        adding_replicas: Vec<i32>,
+        removing_replicas: Vec<i32>,
+    },
+    /// A change of an existing partition; `None` fields are unchanged. Applying it bumps the
+    /// partition epoch; a leader change bumps the leader epoch (see the image for the one
+    /// exception: a partition's first election keeps the recorded epoch).
+    PartitionChange {
+        topic_id: Uuid,
+        partition_id: i32,
+        leader: Option<i32>,
+        isr: Option<Vec<i32>>,
+        replicas: Option<Vec<i32>>,
+        adding_replicas: Option<Vec<i32>>,
+        removing_replicas: Option<Vec<i32>>,
+    },
+    /// Set (`Some`) or delete (`None`) one dynamic config key.
+    Config {
+        resource: ConfigResource,
+        name: String,
+        value: Option<String>,
+    },
+    /// The topic and all its partitions (and its config overrides) are gone.
+    RemoveTopic { topic_id: Uuid },
+    /// A block of producer ids was handed out; the next block starts at `next_producer_id`.
+    ProducerIds {
+        broker_id: i32,
+        broker_epoch: i64,
+        next_producer_id: i64,
+    },
+    /// A finalized feature level (e.g. `metadata.version`).
+    FeatureLevel { name: String, level: i16 },
+    /// Heartbeat of the log: advances the offset, changes nothing.
+    NoOp,
+}
+
+impl MetadataRecord {
+    /// KRaft's record type id (the `apiKey` in the record frame, spec I.2).
+    pub fn api_key(&self) -> i16 {
+        match self {
+            MetadataRecord::RegisterBroker { .. } => 0,
+            MetadataRecord::UnregisterBroker { .. } => 1,
+            MetadataRecord::Topic { .. } => 2,
+            MetadataRecord::Partition { .. } => 3,
+            MetadataRecord::Config { .. } => 4,
+            MetadataRecord::PartitionChange { .. } => 5,
+            MetadataRecord::RemoveTopic { .. } => 9,
+            MetadataRecord::FeatureLevel { .. } => 12,
+            MetadataRecord::ProducerIds { .. } => 15,
+            MetadataRecord::BrokerRegistrationChange { .. } => 17,
+            MetadataRecord::NoOp => 20,
+        }
+    }
+
+    /// KRaft's record name, for logs.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            MetadataRecord::RegisterBroker { .. } => "RegisterBrokerRecord",
+            MetadataRecord::UnregisterBroker { .. } => "UnregisterBrokerRecord",
+            MetadataRecord::Topic { .. } => "TopicRecord",
+            MetadataRecord::Partition { .. } => "PartitionRecord",
+            MetadataRecord::Config { .. } => "ConfigRecord",
+            MetadataRecord::PartitionChange { .. } => "PartitionChangeRecord",
+            MetadataRecord::RemoveTopic { .. } => "RemoveTopicRecord",
+            MetadataRecord::FeatureLevel { .. } => "FeatureLevelRecord",
+            MetadataRecord::ProducerIds { .. } => "ProducerIdsRecord",
+            MetadataRecord::BrokerRegistrationChange { .. } => "BrokerRegistrationChangeRecord",
+            MetadataRecord::NoOp => "NoOpRecord",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_through_json() {
+        let recs = vec![
+            MetadataRecord::Topic { name: "t".into(), topic_id: Uuid::from_u128(7) },
+            MetadataRecord::Config {
+                resource: ConfigResource::Broker(String::new()),
+                name: "log.retention.ms".into(),
+                value: None,
+            },
+            MetadataRecord::PartitionChange {
+                topic_id: Uuid::from_u128(7),
+                partition_id: 0,
+                leader: Some(1),
+                isr: Some(vec![1, 2]),
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+            },
+            MetadataRecord::NoOp,
+        ];
+        let json = serde_json::to_string(&recs).unwrap();
+        let back: Vec<MetadataRecord> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, recs);
+    }
+
+    #[test]
+    fn api_keys_match_kraft() {
+        assert_eq!(MetadataRecord::NoOp.api_key(), 20);
+        assert_eq!(MetadataRecord::RemoveTopic { topic_id: Uuid::nil() }.api_key(), 9);
+        assert_eq!(ConfigResource::Topic("a".into()).resource_type(), 2);
+        assert_eq!(ConfigResource::Broker("".into()).resource_type(), 4);
+    }
+}

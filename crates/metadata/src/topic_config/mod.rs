@@ -1,0 +1,18 @@
+//! Topic-level configuration: the keys Kafka knows, their defaults (derived from the broker's
+//! `log.*` properties), validation (40 INVALID_CONFIG), DescribeConfigs entries and the typed
+//! effective config used by the log.
+
+mod defaults;
+mod describe;
+mod effective;
+mod keys;
+mod validate;
+
+pub use defaults::BrokerDefaults;
+pub use describe::{describe_topic_configs, ConfigEntry, ConfigSource};
+pub use effective::{effective_topic_config, EffectiveTopicConfig};
+pub use keys::{
+    topic_config_def, topic_config_for_broker_property, ConfigType, Synonym, TopicConfigDef, Validator,
+    CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, TOPIC_CONFIGS,
+};
+pub use validate::{parse_value, split_list, validate_topic_config, ConfigValue};
