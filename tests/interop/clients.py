@@ -34,6 +34,7 @@ def ck_conf(bootstrap, **extra):
         "socket.timeout.ms": 10000,
         "socket.connection.setup.timeout.ms": 5000,
         "reconnect.backoff.max.ms": 500,
+        "log_level": 3,  # librdkafka errors only: keeps failure reports readable
     }
     conf.update(extra)
     return conf

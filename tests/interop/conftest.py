@@ -28,7 +28,7 @@ def pytest_report_header(config):
     from clients import KCAT
     return [
         f"runnel binary: {RUNNEL_BIN}",
-        f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
+        f"confluent-kafka {confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]}), "
         f"kafka-python {kafka.__version__}, kcat: {KCAT}",
     ]
 

@@ -51,14 +51,17 @@ def test_auto_create_uses_num_partitions(broker_factory):
     wait_topic_ready(admin(b.bootstrap), t, 3)
 
 
-def test_metadata_listing_does_not_auto_create(broker):
+def test_metadata_without_allow_auto_creation_does_not_create(broker):
+    """Metadata v4+ for a named topic with allow_auto_topic_creation=false (as admin clients
+    send it) answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing."""
+    from kafka import KafkaAdminClient
     t = unique_topic("auto-no")
-    from kafka import KafkaConsumer
-    c = KafkaConsumer(**kp_kwargs(broker.bootstrap, group_id=None))
+    a = KafkaAdminClient(**kp_kwargs(broker.bootstrap))
     try:
-        assert t not in c.topics()
+        [d] = a.describe_topics([t])
     finally:
-        c.close()
+        a.close()
+    assert (d["name"], d["error_code"]) == (t, 3), d
     assert topic_metadata(admin(broker.bootstrap), t) is None
 
 

@@ -68,17 +68,15 @@ pub struct BrokerConfig {
     pub listen: SocketAddr,
     pub advertise: Option<String>,
     pub data_dir: PathBuf,
-    /// Every Kafka property after defaults, the TOML file and overrides.
+    /// The Kafka properties set explicitly (TOML file, then overrides); defaults are not in
+    /// here, so DescribeConfigs can tell a static setting from a default.
     pub props: BTreeMap<String, String>,
 }
 
 impl BrokerConfig {
     /// Resolves flags, the optional TOML file and `--override`s (later wins), then validates.
     pub fn from_args(args: &BrokerArgs) -> Result<Self, BrokerError> {
-        let mut props: BTreeMap<String, String> = DEFAULTS
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let mut props: BTreeMap<String, String> = BTreeMap::new();
         if let Some(file) = &args.config {
             for (k, v) in read_toml(file)? {
                 props.insert(k, v);
@@ -91,7 +89,8 @@ impl BrokerConfig {
             props.insert(k.trim().to_string(), v.trim().to_string());
         }
         for key in props.keys() {
-            let known = DEFAULTS.iter().any(|(k, _)| k == key) || ALSO_KNOWN.contains(&key.as_str());
+            let known =
+                DEFAULTS.iter().any(|(k, _)| k == key) || ALSO_KNOWN.contains(&key.as_str());
             if !known {
                 tracing::warn!(property = %key, "unknown broker property (kept, but not used)");
             }
@@ -146,8 +145,27 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// The value in force: explicit, else Kafka's default, else "".
     pub fn str(&self, key: &str) -> &str {
-        self.props.get(key).map(String::as_str).unwrap_or("")
+        self.props
+            .get(key)
+            .map(String::as_str)
+            .or_else(|| default_of(key))
+            .unwrap_or("")
+    }
+
+    /// Every property in force with whether it was set explicitly.
+    pub fn all(&self) -> Vec<(String, String, bool)> {
+        let mut out: BTreeMap<String, (String, bool)> = DEFAULTS
+            .iter()
+            .map(|(k, v)| (k.to_string(), (v.to_string(), false)))
+            .collect();
+        for (k, v) in &self.props {
+            out.insert(k.clone(), (v.clone(), true));
+        }
+        out.into_iter()
+            .map(|(k, (v, explicit))| (k, v, explicit))
+            .collect()
     }
 
     pub fn i64(&self, key: &str) -> Result<i64, BrokerError> {
@@ -179,6 +197,10 @@ impl BrokerConfig {
         let rack = self.str("broker.rack");
         (!rack.is_empty()).then(|| rack.to_string())
     }
+}
+
+fn default_of(key: &str) -> Option<&'static str> {
+    DEFAULTS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 
 /// Reads a flat TOML file (`"log.retention.ms" = 1000` or nested tables joined by dots).
@@ -244,7 +266,11 @@ mod tests {
     fn toml_file_is_flattened() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.toml");
-        std::fs::write(&path, "\"num.partitions\" = 4\n[log.retention]\nms = 1000\n").unwrap();
+        std::fs::write(
+            &path,
+            "\"num.partitions\" = 4\n[log.retention]\nms = 1000\n",
+        )
+        .unwrap();
         let mut a = args(&[]);
         a.config = Some(path);
         let c = BrokerConfig::from_args(&a).unwrap();

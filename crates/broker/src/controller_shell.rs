@@ -77,7 +77,10 @@ fn unavailable() -> ApiError {
 }
 
 impl ControllerHandle {
-    async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T, ApiError> {
+    async fn call<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, ApiError> {
         let (reply, rx) = oneshot::channel();
         self.tx.send(make(reply)).await.map_err(|_| unavailable())?;
         rx.await.map_err(|_| unavailable())

@@ -62,19 +62,24 @@ pub fn encode_response<R: Encodable>(
 }
 
 fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T, DispatchError> {
-    T::decode(buf, version).map_err(|e| DispatchError(format!("malformed {key:?} v{version} request: {e}")))
+    T::decode(buf, version)
+        .map_err(|e| DispatchError(format!("malformed {key:?} v{version} request: {e}")))
 }
 
 /// Handles one frame. `Ok(None)`: no response (Produce with acks=0).
 pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes>, DispatchError> {
     if frame.len() < 8 {
-        return Err(DispatchError(format!("frame of {} bytes is too short for a request header", frame.len())));
+        return Err(DispatchError(format!(
+            "frame of {} bytes is too short for a request header",
+            frame.len()
+        )));
     }
     let mut peek = &frame[..8];
     let raw_key = peek.get_i16();
     let version = peek.get_i16();
     let correlation_id = peek.get_i32();
-    let key = ApiKey::try_from(raw_key).map_err(|_| DispatchError(format!("unknown api key {raw_key}")))?;
+    let key = ApiKey::try_from(raw_key)
+        .map_err(|_| DispatchError(format!("unknown api key {raw_key}")))?;
     let Some((lo, hi)) = supported_range(key) else {
         return Err(DispatchError(format!("unsupported api {key:?}")));
     };
@@ -82,11 +87,17 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes
         if key == ApiKey::ApiVersions {
             return handlers::api_versions::unsupported_version(correlation_id).map(Some);
         }
-        return Err(DispatchError(format!("unsupported {key:?} version {version} (supported {lo}..={hi})")));
+        return Err(DispatchError(format!(
+            "unsupported {key:?} version {version} (supported {lo}..={hi})"
+        )));
     }
     let mut buf = frame;
     let header: RequestHeader = decode(&mut buf, key, key.request_header_version(version))?;
-    let client_id = header.client_id.as_ref().map(|s| s.to_string()).unwrap_or_default();
+    let client_id = header
+        .client_id
+        .as_ref()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
     tracing::trace!(?key, version, correlation_id, %client_id, "request");
     macro_rules! call {
         ($req:ty, $handler:path) => {{
@@ -111,14 +122,24 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),
-        ApiKey::CreatePartitions => call!(CreatePartitionsRequest, handlers::topics::create_partitions),
+        ApiKey::CreatePartitions => {
+            call!(CreatePartitionsRequest, handlers::topics::create_partitions)
+        }
         ApiKey::DeleteRecords => call!(DeleteRecordsRequest, handlers::delete_records::handle),
         ApiKey::InitProducerId => call!(InitProducerIdRequest, handlers::init_producer_id::handle),
-        ApiKey::OffsetForLeaderEpoch => call!(OffsetForLeaderEpochRequest, handlers::offset_for_leader_epoch::handle),
+        ApiKey::OffsetForLeaderEpoch => call!(
+            OffsetForLeaderEpochRequest,
+            handlers::offset_for_leader_epoch::handle
+        ),
         ApiKey::DescribeConfigs => call!(DescribeConfigsRequest, handlers::configs::describe),
         ApiKey::AlterConfigs => call!(AlterConfigsRequest, handlers::configs::alter),
-        ApiKey::IncrementalAlterConfigs => call!(IncrementalAlterConfigsRequest, handlers::configs::incremental_alter),
-        ApiKey::DescribeCluster => call!(DescribeClusterRequest, handlers::describe_cluster::handle),
+        ApiKey::IncrementalAlterConfigs => call!(
+            IncrementalAlterConfigsRequest,
+            handlers::configs::incremental_alter
+        ),
+        ApiKey::DescribeCluster => {
+            call!(DescribeClusterRequest, handlers::describe_cluster::handle)
+        }
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }

@@ -56,7 +56,10 @@ pub enum BrokerError {
 pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     let config = config::BrokerConfig::from_args(&args)?;
     let node = startup::start(config).await?;
-    println!("Runnel broker {} listening on {}", node.node_id, node.listen_addr);
+    println!(
+        "Runnel broker {} listening on {}",
+        node.node_id, node.listen_addr
+    );
     use std::io::Write;
     let _ = std::io::stdout().flush();
     startup::wait_for_shutdown_signal().await;

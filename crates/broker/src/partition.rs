@@ -92,7 +92,11 @@ impl Partition {
     }
 
     /// Appends a Produce request's records as the leader. Errors are Kafka error codes.
-    pub fn append_as_leader(&self, records: &[u8], node_id: i32) -> Result<Appended, (i16, String)> {
+    pub fn append_as_leader(
+        &self,
+        records: &[u8],
+        node_id: i32,
+    ) -> Result<Appended, (i16, String)> {
         let role = self.role();
         if role.leader != node_id {
             return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
@@ -179,7 +183,7 @@ impl Partition {
     async fn flush_once(&self) -> Result<i64, LogError> {
         let target = self.log.lock().flush_target();
         let up_to = target.up_to_offset();
-        let target = tokio::task::spawn_blocking(move || target.sync().map(|()| ()))
+        let target = tokio::task::spawn_blocking(move || target.sync())
             .await
             .map_err(|e| LogError::Io(std::io::Error::other(e)))?;
         target?;
@@ -188,12 +192,22 @@ impl Partition {
     }
 }
 
-fn record_producers(producers: &mut ProducerStateTable, headers: &[BatchHeader], first_offset: i64) {
+fn record_producers(
+    producers: &mut ProducerStateTable,
+    headers: &[BatchHeader],
+    first_offset: i64,
+) {
     let mut offset = first_offset;
     for h in headers {
         if h.producer_id >= 0 {
             let last = last_seq(h.base_sequence, h.record_count);
-            producers.record(h.producer_id, h.producer_epoch, h.base_sequence, last, offset);
+            producers.record(
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                last,
+                offset,
+            );
         }
         offset += h.last_offset_delta as i64 + 1;
     }

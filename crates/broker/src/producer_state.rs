@@ -31,8 +31,12 @@ struct ProducerEntry {
 pub enum SequenceCheck {
     Append,
     /// Already in the log: answer with this base offset, write nothing.
-    Duplicate { first_offset: i64 },
-    Reject { error_code: i16 },
+    Duplicate {
+        first_offset: i64,
+    },
+    Reject {
+        error_code: i16,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -55,7 +59,13 @@ pub fn last_seq(first_seq: i32, count: i32) -> i32 {
 }
 
 impl ProducerStateTable {
-    pub fn check(&self, producer_id: i64, epoch: i16, first_seq: i32, last_seq: i32) -> SequenceCheck {
+    pub fn check(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+    ) -> SequenceCheck {
         let Some(entry) = self.producers.get(&producer_id) else {
             // Unknown producer (new, or its state expired): Kafka accepts any sequence.
             return SequenceCheck::Append;
@@ -92,7 +102,14 @@ impl ProducerStateTable {
     }
 
     /// Records an appended batch; call only after `check` returned `Append`.
-    pub fn record(&mut self, producer_id: i64, epoch: i16, first_seq: i32, last_seq: i32, first_offset: i64) {
+    pub fn record(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+        first_offset: i64,
+    ) {
         let entry = self.producers.entry(producer_id).or_default();
         if epoch != entry.epoch {
             entry.epoch = epoch;

@@ -82,13 +82,20 @@ impl ReplicaManager {
                         partition.set_role(role);
                         partition
                     }
-                    None => match self.logs.get_or_create(name, index, topic.id, log_config(&config)) {
-                        Ok(log) => Arc::new(Partition::new(name.clone(), index, topic.id, log, role)),
-                        Err(e) => {
-                            tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
-                            continue;
+                    None => {
+                        match self
+                            .logs
+                            .get_or_create(name, index, topic.id, log_config(&config))
+                        {
+                            Ok(log) => {
+                                Arc::new(Partition::new(name.clone(), index, topic.id, log, role))
+                            }
+                            Err(e) => {
+                                tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
+                                continue;
+                            }
                         }
-                    },
+                    }
                 };
                 let role = partition.role();
                 if role.leader == self.node_id && role.isr == [self.node_id] {
@@ -96,7 +103,10 @@ impl ReplicaManager {
                     let leo = log.log_end_offset();
                     log.set_high_watermark(leo);
                 }
-                wanted.entry(name.clone()).or_default().insert(index, partition);
+                wanted
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(index, partition);
             }
         }
         // Logs on disk or in memory that the image no longer assigns here are deleted.
@@ -120,7 +130,9 @@ impl ReplicaManager {
         for p in self.all() {
             match p.log.lock().enforce_retention(now_ms) {
                 Ok(n) => deleted += n,
-                Err(e) => tracing::error!(topic = %p.topic, partition = p.index, error = %e, "retention failed"),
+                Err(e) => {
+                    tracing::error!(topic = %p.topic, partition = p.index, error = %e, "retention failed")
+                }
             }
         }
         deleted

@@ -16,7 +16,11 @@ use crate::context::Broker;
 use crate::dispatch::{dispatch, DispatchError};
 
 /// Accepts connections until `shutdown` flips to true.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -38,7 +42,12 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: wat
     }
 }
 
-async fn connection(stream: TcpStream, peer: SocketAddr, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(256 * 1024, reader);

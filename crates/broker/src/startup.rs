@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use runnel_log::LogManager;
 use runnel_metadata::{
-    effective_topic_config, BrokerDefaults, Controller, ControllerConfig, MetadataImage, PlacementPolicy,
+    effective_topic_config, BrokerDefaults, Controller, ControllerConfig, MetadataImage,
+    PlacementPolicy,
 };
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -53,7 +54,10 @@ fn cluster_id(data_dir: &Path, node_id: i32) -> Result<String, BrokerError> {
             .filter(|l| !l.starts_with('#'))
             .filter_map(|l| l.split_once('='))
             .collect();
-        if let Some(stored) = props.get("node.id").and_then(|v| v.trim().parse::<i32>().ok()) {
+        if let Some(stored) = props
+            .get("node.id")
+            .and_then(|v| v.trim().parse::<i32>().ok())
+        {
             if stored != node_id {
                 return Err(BrokerError::Startup(format!(
                     "{} belongs to node {stored}, not node {node_id}: use --node-id {stored} or another --data-dir",
@@ -78,7 +82,11 @@ pub fn base64_url(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         let chars = chunk.len() + 1;
         for i in 0..chars {
@@ -91,7 +99,10 @@ pub fn base64_url(bytes: &[u8]) -> String {
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let data_dir = config.data_dir.clone();
     std::fs::create_dir_all(&data_dir).map_err(|e| {
-        BrokerError::Startup(format!("cannot create data dir {}: {e}", data_dir.display()))
+        BrokerError::Startup(format!(
+            "cannot create data dir {}: {e}",
+            data_dir.display()
+        ))
     })?;
     let cluster_id = cluster_id(&data_dir, config.node_id)?;
     let defaults = BrokerDefaults::new(config.props.clone());
@@ -123,7 +134,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         max_events: 10_000,
     };
     let controller = Controller::new(controller_config, 1, rand::random());
-    let controller = ControllerShell::new(controller, Box::new(metadata_log), image, publisher).spawn();
+    let controller =
+        ControllerShell::new(controller, Box::new(metadata_log), image, publisher).spawn();
 
     let listener = TcpListener::bind(config.listen)
         .await
@@ -147,12 +159,31 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         .map_err(|e| BrokerError::Startup(format!("broker registration failed: {}", e.message)))?;
 
     let node_id = config.node_id;
-    let retention_every = Duration::from_millis(config.get_i64("log.retention.check.interval.ms", 300_000).max(1) as u64);
-    let checkpoint_every =
-        Duration::from_millis(config.get_i64("log.flush.offset.checkpoint.interval.ms", 60_000).max(1) as u64);
-    let broker = Arc::new(Broker::new(config, cluster_id, image_rx, controller, replicas.clone(), defaults));
+    let retention_every = Duration::from_millis(
+        config
+            .get_i64("log.retention.check.interval.ms", 300_000)
+            .max(1) as u64,
+    );
+    let checkpoint_every = Duration::from_millis(
+        config
+            .get_i64("log.flush.offset.checkpoint.interval.ms", 60_000)
+            .max(1) as u64,
+    );
+    let broker = Arc::new(Broker::new(
+        config,
+        cluster_id,
+        image_rx,
+        controller,
+        replicas.clone(),
+        defaults,
+    ));
     let (shutdown, shutdown_rx) = watch::channel(false);
-    spawn_housekeeping(replicas, retention_every, checkpoint_every, shutdown_rx.clone());
+    spawn_housekeeping(
+        replicas,
+        retention_every,
+        checkpoint_every,
+        shutdown_rx.clone(),
+    );
     let server = tokio::spawn(crate::server::serve(listener, broker.clone(), shutdown_rx));
     Ok(RunningBroker {
         node_id,

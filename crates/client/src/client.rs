@@ -60,7 +60,9 @@ impl Client {
     /// Connects to the first reachable bootstrap server and loads the broker list.
     pub async fn connect(config: ClientConfig) -> Result<Arc<Self>> {
         if config.bootstrap.is_empty() {
-            return Err(ClientError::InvalidArgument("the bootstrap server list is empty".into()));
+            return Err(ClientError::InvalidArgument(
+                "the bootstrap server list is empty".into(),
+            ));
         }
         let client = Arc::new(Self {
             config,
@@ -79,7 +81,10 @@ impl Client {
 
     /// The current metadata snapshot (may be stale; see [`Client::refresh_metadata`]).
     pub fn metadata(&self) -> Arc<ClusterMetadata> {
-        self.metadata.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.metadata
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Fetches metadata for `topics` (`None` = all topics, `Some(&[])` = brokers only) and
@@ -104,7 +109,10 @@ impl Client {
         if version >= 4 {
             req.allow_auto_topic_creation = false;
         }
-        let resp = match conn.send_at(&req, version, self.config.connection.request_timeout).await {
+        let resp = match conn
+            .send_at(&req, version, self.config.connection.request_timeout)
+            .await
+        {
             Ok(resp) => resp,
             Err(e) => {
                 // The bootstrap connection may be dead; drop it so the next call reconnects.
@@ -121,7 +129,10 @@ impl Client {
     }
 
     /// Like [`Client::refresh_metadata_with_errors`] without the per-topic errors.
-    pub async fn refresh_metadata(&self, topics: Option<&[String]>) -> Result<Arc<ClusterMetadata>> {
+    pub async fn refresh_metadata(
+        &self,
+        topics: Option<&[String]>,
+    ) -> Result<Arc<ClusterMetadata>> {
         Ok(self.refresh_metadata_with_errors(topics).await?.0)
     }
 
@@ -148,7 +159,10 @@ impl Client {
                 .get(name)
                 .ok_or_else(|| ClientError::kafka(3, Some(format!("topic '{name}'"))))?;
             if topic.partitions.iter().any(|p| p.leader.is_none()) {
-                return Err(ClientError::kafka(5, Some(format!("topic '{name}' has partitions without a leader"))));
+                return Err(ClientError::kafka(
+                    5,
+                    Some(format!("topic '{name}' has partitions without a leader")),
+                ));
             }
             Ok(topic.clone())
         })
@@ -193,10 +207,12 @@ impl Client {
             Some(b) => b.addr(),
             None => {
                 let meta = self.refresh_metadata(Some(&[])).await?;
-                meta.brokers
-                    .get(&id)
-                    .map(|b| b.addr())
-                    .ok_or_else(|| ClientError::kafka(8, Some(format!("broker {id} is not in the cluster metadata"))))?
+                meta.brokers.get(&id).map(|b| b.addr()).ok_or_else(|| {
+                    ClientError::kafka(
+                        8,
+                        Some(format!("broker {id} is not in the cluster metadata")),
+                    )
+                })?
             }
         };
         let conn = Connection::connect(&addr, self.config.connection.clone()).await?;

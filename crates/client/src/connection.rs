@@ -68,7 +68,9 @@ pub struct Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Connection")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -122,7 +124,9 @@ impl Connection {
     /// What the broker advertised in the handshake.
     pub fn broker_versions(&self) -> &BrokerVersions {
         static EMPTY: OnceLock<BrokerVersions> = OnceLock::new();
-        self.versions.get().unwrap_or_else(|| EMPTY.get_or_init(BrokerVersions::default))
+        self.versions
+            .get()
+            .unwrap_or_else(|| EMPTY.get_or_init(BrokerVersions::default))
     }
 
     /// The negotiated version of `key` for this broker.
@@ -140,7 +144,9 @@ impl Connection {
                 req.client_software_name = StrBytes::from_static_str("runnel-client");
                 req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
             }
-            let mut raw = self.round_trip(&req, version, self.config.connect_timeout).await?;
+            let mut raw = self
+                .round_trip(&req, version, self.config.connect_timeout)
+                .await?;
             frame::skip_response_header::<ApiVersionsRequest>(&mut raw, version)?;
             let error_code = frame::peek_i16(&raw).unwrap_or(-1);
             if error_code == 35 {
@@ -157,7 +163,12 @@ impl Connection {
                         version = next;
                         continue;
                     }
-                    None => return Err(ClientError::kafka(35, Some("ApiVersions v0 rejected".into()))),
+                    None => {
+                        return Err(ClientError::kafka(
+                            35,
+                            Some("ApiVersions v0 rejected".into()),
+                        ))
+                    }
                 }
             }
             let resp = ApiVersionsResponse::decode(&mut raw, version)
@@ -170,7 +181,8 @@ impl Connection {
     /// Sends `req` at the negotiated version and waits for the response.
     pub async fn send<R: Request>(&self, req: &R) -> Result<R::Response> {
         let version = self.negotiated::<R>()?;
-        self.send_at(req, version, self.config.request_timeout).await
+        self.send_at(req, version, self.config.request_timeout)
+            .await
     }
 
     /// The negotiated version for request type `R`.
@@ -181,7 +193,12 @@ impl Connection {
     }
 
     /// Sends `req` at an explicit version with an explicit timeout.
-    pub async fn send_at<R: Request>(&self, req: &R, version: i16, timeout: Duration) -> Result<R::Response> {
+    pub async fn send_at<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
         let raw = self.round_trip(req, version, timeout).await?;
         let (_, resp) = frame::decode_response::<R>(raw, version)?;
         Ok(resp)
@@ -195,7 +212,12 @@ impl Connection {
         self.write_frame(&buf).await
     }
 
-    async fn round_trip<R: Request>(&self, req: &R, version: i16, timeout: Duration) -> Result<Bytes> {
+    async fn round_trip<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<Bytes> {
         let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
         let mut buf = BytesMut::new();
         frame::encode_request(req, version, correlation, &self.config.client_id, &mut buf)?;
@@ -240,7 +262,11 @@ impl Connection {
     }
 
     fn closed_error(&self) -> ClientError {
-        let reason = self.lock_pending().closed.clone().unwrap_or_else(|| "closed".into());
+        let reason = self
+            .lock_pending()
+            .closed
+            .clone()
+            .unwrap_or_else(|| "closed".into());
         closed_io_error(&self.addr, &reason)
     }
 
@@ -285,7 +311,11 @@ async fn read_loop(read: OwnedReadHalf, pending: Arc<Mutex<Pending>>, dead: Arc<
         let Some(correlation) = frame::peek_correlation_id(&body) else {
             break "response shorter than its header".into();
         };
-        let waiter = pending.lock().unwrap_or_else(|p| p.into_inner()).waiters.remove(&correlation);
+        let waiter = pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .waiters
+            .remove(&correlation);
         match waiter {
             Some(tx) => {
                 let _ = tx.send(body);

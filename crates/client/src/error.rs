@@ -107,7 +107,8 @@ pub fn error_name(code: i16) -> &'static str {
         for c in -1i16..=300 {
             if let Some(err) = ResponseError::try_from_code(c) {
                 if !matches!(err, ResponseError::Unknown(_)) {
-                    let name: &'static str = Box::leak(camel_to_upper_snake(&err.to_string()).into_boxed_str());
+                    let name: &'static str =
+                        Box::leak(camel_to_upper_snake(&err.to_string()).into_boxed_str());
                     map.insert(c, name);
                 }
             }

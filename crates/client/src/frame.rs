@@ -55,7 +55,10 @@ pub fn decode_response<R: Request>(mut frame: Bytes, version: i16) -> Result<(i3
     let header = ResponseHeader::decode(&mut frame, header_version)
         .map_err(|e| ClientError::protocol("decoding response header", e))?;
     let body = <R::Response as Decodable>::decode(&mut frame, version).map_err(|e| {
-        ClientError::protocol(&format!("decoding response to api {} v{version}", R::KEY), e)
+        ClientError::protocol(
+            &format!("decoding response to api {} v{version}", R::KEY),
+            e,
+        )
     })?;
     Ok((header.correlation_id, body))
 }
@@ -77,7 +80,9 @@ pub fn peek_i16(body: &Bytes) -> Option<i16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest};
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest,
+    };
     use kafka_protocol::protocol::decode_request_header_from_buffer;
 
     #[test]

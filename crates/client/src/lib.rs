@@ -28,3 +28,10 @@ pub use connection::{Connection, ConnectionConfig};
 pub use error::{render_error, ClientError, Result};
 pub use metadata::{BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use partitioner::{Partitioner, PartitionerKind};
+pub mod consumer;
+pub mod producer;
+pub mod records;
+
+pub use consumer::{AutoOffsetReset, Consumer, ConsumerConfig, StartPosition};
+pub use producer::{DeliveryFuture, Producer, ProducerConfig};
+pub use records::{ConsumerRecord, ProducerRecord, RecordMetadata};

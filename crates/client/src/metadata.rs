@@ -100,7 +100,11 @@ impl ClusterMetadata {
     /// Builds a snapshot from `resp`, keeping topics of `previous` that the response did not
     /// mention (a refresh for some topics must not forget the others). Returns topic errors
     /// separately so callers can report them.
-    pub fn merge(previous: &ClusterMetadata, resp: &MetadataResponse, full: bool) -> (Self, Vec<TopicError>) {
+    pub fn merge(
+        previous: &ClusterMetadata,
+        resp: &MetadataResponse,
+        full: bool,
+    ) -> (Self, Vec<TopicError>) {
         let brokers = resp
             .brokers
             .iter()
@@ -114,7 +118,11 @@ impl ClusterMetadata {
                 (info.id, info)
             })
             .collect();
-        let mut topics = if full { BTreeMap::new() } else { previous.topics.clone() };
+        let mut topics = if full {
+            BTreeMap::new()
+        } else {
+            previous.topics.clone()
+        };
         let mut errors = Vec::new();
         for t in &resp.topics {
             let Some(name) = t.name.as_ref().map(|n| n.0.to_string()) else {
@@ -123,7 +131,10 @@ impl ClusterMetadata {
             // LEADER_NOT_AVAILABLE at topic level still carries partitions (topic being created).
             if t.error_code != 0 && t.partitions.is_empty() {
                 topics.remove(&name);
-                errors.push(TopicError { name, error_code: t.error_code });
+                errors.push(TopicError {
+                    name,
+                    error_code: t.error_code,
+                });
                 continue;
             }
             let mut partitions: Vec<PartitionInfo> = t
@@ -141,11 +152,19 @@ impl ClusterMetadata {
                 .collect();
             partitions.sort_by_key(|p| p.partition);
             if t.error_code != 0 {
-                errors.push(TopicError { name: name.clone(), error_code: t.error_code });
+                errors.push(TopicError {
+                    name: name.clone(),
+                    error_code: t.error_code,
+                });
             }
             topics.insert(
                 name.clone(),
-                TopicInfo { name, id: t.topic_id, internal: t.is_internal, partitions },
+                TopicInfo {
+                    name,
+                    id: t.topic_id,
+                    internal: t.is_internal,
+                    partitions,
+                },
             );
         }
         let meta = ClusterMetadata {
@@ -201,13 +220,20 @@ mod tests {
 
     #[test]
     fn merge_sorts_partitions_and_reports_errors() {
-        let (meta, errors) = ClusterMetadata::merge(&ClusterMetadata::default(), &response(), false);
+        let (meta, errors) =
+            ClusterMetadata::merge(&ClusterMetadata::default(), &response(), false);
         assert_eq!(meta.brokers[&1].addr(), "localhost:9092");
         let t = &meta.topics["t"];
         assert_eq!(t.partitions[0].partition, 0);
         assert_eq!(t.partition(1).and_then(|p| p.leader), None);
         assert_eq!(meta.leader_for("t", 0), Some(1));
-        assert_eq!(errors, vec![TopicError { name: "gone".into(), error_code: 3 }]);
+        assert_eq!(
+            errors,
+            vec![TopicError {
+                name: "gone".into(),
+                error_code: 3
+            }]
+        );
         assert_eq!(meta.controller_id, Some(1));
     }
 }

@@ -59,9 +59,15 @@ mod tests {
         assert_eq!(murmur2(b"foobar"), -790332482);
         assert_eq!(murmur2(b"a-little-bit-long-string"), -985981536);
         assert_eq!(murmur2(b"a-little-bit-longer-string"), -1486304829);
-        assert_eq!(murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"), -58897971);
+        assert_eq!(
+            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+            -58897971
+        );
         assert_eq!(murmur2(b""), 275646681);
-        assert_eq!(murmur2(&[0xff, 0x80, 0x00, 0x7f]), murmur2(&[0xff, 0x80, 0x00, 0x7f]));
+        assert_eq!(
+            murmur2(&[0xff, 0x80, 0x00, 0x7f]),
+            murmur2(&[0xff, 0x80, 0x00, 0x7f])
+        );
     }
 
     #[test]

@@ -21,10 +21,12 @@ impl std::str::FromStr for PartitionerKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "default" | "murmur2" | "murmur2_random" => Ok(Self::Default),
-            "round_robin" | "roundrobin" | "org.apache.kafka.clients.producer.RoundRobinPartitioner" => {
-                Ok(Self::RoundRobin)
-            }
-            other => Err(format!("unknown partitioner '{other}' (use default or round_robin)")),
+            "round_robin"
+            | "roundrobin"
+            | "org.apache.kafka.clients.producer.RoundRobinPartitioner" => Ok(Self::RoundRobin),
+            other => Err(format!(
+                "unknown partitioner '{other}' (use default or round_robin)"
+            )),
         }
     }
 }
@@ -40,12 +42,18 @@ impl Partitioner {
     /// A partitioner of the given kind whose round-robin counter starts at a random point,
     /// like kafkajs, so that many short-lived producers do not all hit partition 0 first.
     pub fn new(kind: PartitionerKind) -> Self {
-        Self { kind, counter: AtomicU32::new(rand::random::<u32>()) }
+        Self {
+            kind,
+            counter: AtomicU32::new(rand::random::<u32>()),
+        }
     }
 
     /// A partitioner whose round-robin counter starts at `start` (deterministic, for tests).
     pub fn with_start(kind: PartitionerKind, start: u32) -> Self {
-        Self { kind, counter: AtomicU32::new(start) }
+        Self {
+            kind,
+            counter: AtomicU32::new(start),
+        }
     }
 
     /// The partition for a record with `key` in a topic with `num_partitions` partitions.

@@ -106,7 +106,11 @@ mod tests {
 
     #[test]
     fn picks_min_of_maxima() {
-        let b = broker(&[(ApiKey::Produce, 3, 9), (ApiKey::Fetch, 4, 18), (ApiKey::Metadata, 0, 13)]);
+        let b = broker(&[
+            (ApiKey::Produce, 3, 9),
+            (ApiKey::Fetch, 4, 18),
+            (ApiKey::Metadata, 0, 13),
+        ]);
         assert_eq!(b.negotiate(ApiKey::Produce).unwrap(), 9);
         assert_eq!(b.negotiate(ApiKey::Fetch).unwrap(), 12);
         assert_eq!(b.negotiate(ApiKey::Metadata).unwrap(), 12);

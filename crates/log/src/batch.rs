@@ -149,7 +149,8 @@ impl BatchHeader {
     }
     /// Offset of the batch's last record (`baseOffset + lastOffsetDelta`).
     pub fn last_offset(&self) -> i64 {
-        self.base_offset.saturating_add(i64::from(self.last_offset_delta))
+        self.base_offset
+            .saturating_add(i64::from(self.last_offset_delta))
     }
     /// Number of offsets the batch occupies in the log.
     pub fn offset_count(&self) -> i64 {
@@ -198,7 +199,10 @@ pub fn verify_crc(header: &BatchHeader, batch: &[u8]) -> Result<(), BatchError> 
 /// `LogValidator` rule for client batches), no control batches, no trailing garbage.
 /// `max_batch_bytes` is the topic's `max.message.bytes`: a larger batch is
 /// [`BatchError::TooLarge`].
-pub fn validate_batches(buf: &[u8], max_batch_bytes: usize) -> Result<Vec<BatchHeader>, BatchError> {
+pub fn validate_batches(
+    buf: &[u8],
+    max_batch_bytes: usize,
+) -> Result<Vec<BatchHeader>, BatchError> {
     if buf.is_empty() {
         return Err(BatchError::Empty);
     }
@@ -247,7 +251,10 @@ pub fn patched_prefix(batch: &[u8], base_offset: i64, leader_epoch: i32) -> [u8;
 /// Patches `baseOffset` and `partitionLeaderEpoch` in place (both outside the CRC, so the CRC
 /// stays valid). `batch` must hold at least the 16-byte prefix.
 pub fn patch_header(batch: &mut [u8], base_offset: i64, leader_epoch: i32) {
-    assert!(batch.len() >= PATCHED_PREFIX, "batch shorter than its prefix");
+    assert!(
+        batch.len() >= PATCHED_PREFIX,
+        "batch shorter than its prefix"
+    );
     batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
     batch[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
 }
@@ -325,7 +332,12 @@ mod tests {
     fn bad_magic_count_size_and_control() {
         let mut b = raw_batch(2, b"x");
         b[16] = 1;
-        assert_eq!(validate_batches(&b, 1 << 20).unwrap_err().kafka_error_code(), 87);
+        assert_eq!(
+            validate_batches(&b, 1 << 20)
+                .unwrap_err()
+                .kafka_error_code(),
+            87
+        );
 
         let b = raw_batch(2, b"x");
         let e = validate_batches(&b, 20).unwrap_err();
@@ -344,12 +356,18 @@ mod tests {
         b[22] |= CONTROL_BIT as u8;
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
-        assert_eq!(validate_batches(&b, 1 << 20).unwrap_err(), BatchError::ControlBatch);
+        assert_eq!(
+            validate_batches(&b, 1 << 20).unwrap_err(),
+            BatchError::ControlBatch
+        );
 
         assert_eq!(validate_batches(&[], 10).unwrap_err(), BatchError::Empty);
         let mut b = raw_batch(1, b"");
         b[8..12].copy_from_slice(&3i32.to_be_bytes());
-        assert_eq!(validate_batches(&b, 1 << 20).unwrap_err(), BatchError::BadLength(3));
+        assert_eq!(
+            validate_batches(&b, 1 << 20).unwrap_err(),
+            BatchError::BadLength(3)
+        );
     }
 
     #[test]

@@ -151,14 +151,24 @@ mod tests {
             "0\n2\na 0 0\nmy-topic.v2 3 42\n"
         );
         assert_eq!(read_offsets(&p).unwrap(), m);
-        assert!(!d.path().join("recovery-point-offset-checkpoint.tmp").exists());
+        assert!(!d
+            .path()
+            .join("recovery-point-offset-checkpoint.tmp")
+            .exists());
     }
 
     #[test]
     fn corrupt_checkpoints_are_errors_not_panics() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("cp");
-        for bad in ["1\n0\n", "0\n2\na 0 1\n", "0\nx\n", "0\n1\na b c\n", "0\n1\na 1\n", ""] {
+        for bad in [
+            "1\n0\n",
+            "0\n2\na 0 1\n",
+            "0\nx\n",
+            "0\n1\na b c\n",
+            "0\n1\na 1\n",
+            "",
+        ] {
             fs::write(&p, bad).unwrap();
             assert!(read_offsets(&p).is_err(), "{bad:?}");
         }

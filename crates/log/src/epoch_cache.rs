@@ -59,8 +59,7 @@ impl LeaderEpochCache {
                 return false;
             }
         }
-        self.entries
-            .retain(|&(e, s)| e < epoch && s < start_offset);
+        self.entries.retain(|&(e, s)| e < epoch && s < start_offset);
         self.entries.push((epoch, start_offset));
         true
     }
@@ -92,7 +91,10 @@ impl LeaderEpochCache {
             return Ok(());
         }
         let (epoch, _) = self.entries[below - 1];
-        let spans = self.entries.get(below).is_none_or(|&(_, s)| s > start_offset);
+        let spans = self
+            .entries
+            .get(below)
+            .is_none_or(|&(_, s)| s > start_offset);
         self.entries.drain(..below);
         if spans {
             self.entries.insert(0, (epoch, start_offset));

@@ -44,7 +44,7 @@ impl LogError {
             LogError::Corrupt(_) => 2,              // CORRUPT_MESSAGE
             LogError::Batch(b) => b.kafka_error_code(),
             LogError::UnexpectedOffset { .. } => 2,
-            LogError::Closed => 6,                  // NOT_LEADER_OR_FOLLOWER: the replica is gone
+            LogError::Closed => 6, // NOT_LEADER_OR_FOLLOWER: the replica is gone
             LogError::InconsistentTopicId { .. } => 103,
             LogError::InvalidDirName(_) => -1,
         }

@@ -68,6 +68,7 @@ impl OffsetIndex {
         self.entries.len() >= self.max_entries
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
@@ -131,10 +132,6 @@ impl OffsetIndex {
     /// Forgets that entries were written (the file was emptied to be rewritten).
     pub(crate) fn mark_unwritten(&mut self) {
         self.written = 0;
-    }
-
-    pub(crate) fn written_bytes(&self) -> u64 {
-        (self.written * OFFSET_ENTRY_SIZE) as u64
     }
 }
 
@@ -248,10 +245,6 @@ impl TimeIndex {
     /// Forgets that entries were written (the file was emptied to be rewritten).
     pub(crate) fn mark_unwritten(&mut self) {
         self.written = 0;
-    }
-
-    pub(crate) fn written_bytes(&self) -> u64 {
-        (self.written * TIME_ENTRY_SIZE) as u64
     }
 }
 

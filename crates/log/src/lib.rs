@@ -1,1 +1,61 @@
-//! runnel-log
+//! # runnel-log: partition logs on disk, in Kafka's own layout
+//!
+//! One directory per partition, `<log.dir>/<topic>-<partition>/` (spec J.1), holding segments
+//! named by their 20-digit base offset:
+//!
+//! * `{base:020}.log` — record batches (v2, spec J.2) exactly as producers encoded them; only
+//!   `baseOffset` and `partitionLeaderEpoch` (outside the CRC) are patched by the leader.
+//! * `{base:020}.index` — sparse offset index, 8-byte entries (relative offset, position): one
+//!   per `index.interval.bytes` appended, mapping a batch's last offset to its position.
+//! * `{base:020}.timeindex` — sparse time index, 12-byte entries (timestamp, relative offset),
+//!   timestamps strictly increasing; the final entry of a rolled/closed segment is its max.
+//! * `leader-epoch-checkpoint` (epoch -> start offset, spec E.5) and `partition.metadata`
+//!   (topic id).
+//!
+//! Per log dir ([`LogManager`]): `recovery-point-offset-checkpoint`,
+//! `log-start-offset-checkpoint`, `replication-offset-checkpoint` (text, tmp + fsync + rename)
+//! and `.kafka_cleanshutdown`, written last on a clean shutdown and removed on open.
+//!
+//! ## Invariants
+//!
+//! * Bytes are written once: an append is one vectored write of each batch's patched 16-byte
+//!   prefix plus the rest of the producer's slice; batches are never decoded or re-encoded.
+//! * Offsets are dense and strictly increasing; LEO = last offset + 1 = the active (last)
+//!   segment's end. `first segment base <= log start <= HW <= LEO`, `recovery point <= LEO`.
+//! * Everything below the recovery point was fsynced. After an unclean shutdown every segment
+//!   reaching the recovery point or beyond is re-verified batch by batch (length, CRC-32C,
+//!   offsets) and cut at the first bad batch, so a torn write is never served. Index files are
+//!   rebuilt whenever they are missing or inconsistent.
+//! * Reads return whole batches only, never beyond the caller's `max_offset` (HW or LEO).
+//! * Nothing read from disk or received from a client can panic: malformed data gives
+//!   [`LogError`] / [`batch::BatchError`], or is truncated/rebuilt on recovery.
+//! * Index entries live in memory (Vec) and are appended to their files after each append; there
+//!   is no mmap and no preallocation, so the files always hold exactly their entries.
+//!
+//! Concurrency: [`PartitionLog`] is single-threaded; the manager shares each as
+//! [`SharedLog`] (`Arc<Mutex<_>>`). Group commit: take a [`FlushTarget`] under the lock,
+//! `sync()` it outside, then `mark_flushed`.
+
+pub mod batch;
+pub mod checkpoint;
+mod config;
+pub mod dir_name;
+mod epoch_cache;
+mod error;
+mod flush;
+mod index;
+mod manager;
+mod partition_log;
+pub mod partition_metadata;
+mod record_scan;
+mod scan;
+mod segment;
+
+pub use config::LogConfig;
+pub use error::LogError;
+pub use flush::FlushTarget;
+pub use manager::{
+    LogManager, SharedLog, CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_CHECKPOINT, LOG_START_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+};
+pub use partition_log::{AppendInfo, PartitionLog, ReadResult, RecoveryHint};

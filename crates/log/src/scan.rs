@@ -40,11 +40,17 @@ pub(crate) fn read_header_at(
 /// One step of a [`Scanner`].
 #[derive(Debug)]
 pub(crate) enum Scanned {
-    Batch { position: u64, header: BatchHeader },
+    Batch {
+        position: u64,
+        header: BatchHeader,
+    },
     /// Clean end of the file.
     End,
     /// The bytes at `position` are not a complete valid batch: truncate here.
-    Invalid { position: u64, reason: String },
+    Invalid {
+        position: u64,
+        reason: String,
+    },
 }
 
 const CHUNK: usize = 1 << 20;

@@ -126,7 +126,11 @@ impl Segment {
     /// Opens an existing segment. Index files are loaded if sane; otherwise they are left empty
     /// and `needs_rebuild` is returned true (the caller then runs [`Self::recover`]).
     /// `next_offset` is provisional until [`Self::load_tail`] or [`Self::recover`] runs.
-    pub(crate) fn open(dir: &Path, base_offset: i64, max_index_bytes: u32) -> io::Result<(Self, bool)> {
+    pub(crate) fn open(
+        dir: &Path,
+        base_offset: i64,
+        max_index_bytes: u32,
+    ) -> io::Result<(Self, bool)> {
         let log = open_append(&segment_path(dir, base_offset, LOG_SUFFIX), false)?;
         let meta = log.metadata()?;
         let size = meta.len();
@@ -138,11 +142,9 @@ impl Segment {
             .unwrap_or_else(now_ms);
         let read = |suffix| fs::read(segment_path(dir, base_offset, suffix));
         let mut needs_rebuild = false;
-        let offset_index = match read(INDEX_SUFFIX)
-            .map_err(|e| e.to_string())
-            .and_then(|b| {
-                OffsetIndex::load(base_offset, max_index_bytes, &b, size).map_err(|e| e.0)
-            }) {
+        let offset_index = match read(INDEX_SUFFIX).map_err(|e| e.to_string()).and_then(|b| {
+            OffsetIndex::load(base_offset, max_index_bytes, &b, size).map_err(|e| e.0)
+        }) {
             Ok(i) => i,
             Err(why) => {
                 tracing::warn!(base_offset, %why, "offset index unusable, rebuilding");
@@ -395,7 +397,12 @@ impl Segment {
     /// Rebuilds indexes and state by scanning batches from `from` (0 = whole segment, indexes
     /// reset; otherwise the position of the last offset-index entry, whose state is trusted).
     /// With `verify_crc`, at the first invalid or truncated batch the file is cut there.
-    fn scan_from(&mut self, from: u64, verify_crc: bool, index_interval_bytes: u32) -> Result<ScanOutcome, LogError> {
+    fn scan_from(
+        &mut self,
+        from: u64,
+        verify_crc: bool,
+        index_interval_bytes: u32,
+    ) -> Result<ScanOutcome, LogError> {
         let mut outcome = ScanOutcome::default();
         if from == 0 {
             self.offset_index.clear();
@@ -419,15 +426,24 @@ impl Segment {
                     let ok_offsets = header.base_offset >= self.base_offset
                         && (self.size == 0 || header.base_offset >= self.next_offset)
                         && header.last_offset_delta >= 0
-                        && header.last_offset() - self.base_offset <= i64::from(i32::MAX);
+                        && header.last_offset() - self.base_offset <= i64::from(i32::MAX)
+                        && position + header.total_size() as u64 <= i32::MAX as u64;
                     if !ok_offsets {
-                        tracing::warn!(base = self.base_offset, position, "batch offsets out of order");
+                        tracing::warn!(
+                            base = self.base_offset,
+                            position,
+                            "batch offsets or position out of range"
+                        );
                         outcome.truncated = true;
                         break;
                     }
-                    if header.partition_leader_epoch >= 0 && last_epoch != Some(header.partition_leader_epoch) {
+                    if header.partition_leader_epoch >= 0
+                        && last_epoch != Some(header.partition_leader_epoch)
+                    {
                         last_epoch = Some(header.partition_leader_epoch);
-                        outcome.epoch_starts.push((header.partition_leader_epoch, header.base_offset));
+                        outcome
+                            .epoch_starts
+                            .push((header.partition_leader_epoch, header.base_offset));
                     }
                     self.index_batch(header.base_offset, &header, index_interval_bytes);
                 }
@@ -459,19 +475,17 @@ impl Segment {
             return self.scan_from(0, true, index_interval_bytes);
         };
         let from = u64::from(pos);
-        // State as of the indexed batch: scanning it again re-derives the rest.
-        self.next_offset = match read_header_at(&self.log, from, self.size)? {
-            Ok(h) if h.last_offset() == entry_offset => h.base_offset,
+        let indexed = match read_header_at(&self.log, from, self.size)? {
+            Ok(h) if h.last_offset() == entry_offset => h,
             _ => return self.scan_from(0, true, index_interval_bytes),
         };
-        let before = self.time_index.last();
-        self.time_index.truncate_to_offset(self.next_offset);
-        if self.time_index.last() != before {
-            // A final time entry past the indexed batch: recompute the max from the scan.
-            let (t, o) = self.time_index.last().unwrap_or((-1, -1));
-            self.max_timestamp = t;
-            self.offset_of_max_timestamp = o;
-        }
+        // State as of the indexed batch: time entries up to its last offset describe the
+        // batches before the scan start; scanning from it re-derives everything after.
+        self.time_index.truncate_to_offset(entry_offset + 1);
+        let (t, o) = self.time_index.last().unwrap_or((-1, -1));
+        self.max_timestamp = t;
+        self.offset_of_max_timestamp = o;
+        self.next_offset = indexed.base_offset;
         self.scan_from(from, true, index_interval_bytes)
     }
 
@@ -494,8 +508,16 @@ impl Segment {
     }
 
     /// The first batch whose max timestamp is >= `ts` (spec J.3), with its position.
-    pub(crate) fn find_by_timestamp(&self, ts: i64, min_offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        let from_time = self.time_index.lookup(ts).map(|(_, o)| o).unwrap_or(self.base_offset);
+    pub(crate) fn find_by_timestamp(
+        &self,
+        ts: i64,
+        min_offset: i64,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let from_time = self
+            .time_index
+            .lookup(ts)
+            .map(|(_, o)| o)
+            .unwrap_or(self.base_offset);
         let start = from_time.max(min_offset);
         let Some((mut pos, _)) = self.find_batch(start)? else {
             return Ok(None);
@@ -513,10 +535,7 @@ impl Segment {
     /// The header at `pos`; anything but a whole batch there is corruption of trusted data.
     pub(crate) fn header_at(&self, pos: u64) -> Result<BatchHeader, LogError> {
         read_header_at(&self.log, pos, self.size)?.map_err(|e| {
-            LogError::Corrupt(format!(
-                "segment {} position {pos}: {e}",
-                self.base_offset
-            ))
+            LogError::Corrupt(format!("segment {} position {pos}: {e}", self.base_offset))
         })
     }
 
@@ -530,7 +549,11 @@ impl Segment {
 
     /// Removes every batch that contains an offset >= `offset`. The segment then ends at the
     /// start of the first removed batch (which may be below `offset` if it fell mid-batch).
-    pub(crate) fn truncate_to(&mut self, offset: i64, index_interval_bytes: u32) -> Result<(), LogError> {
+    pub(crate) fn truncate_to(
+        &mut self,
+        offset: i64,
+        index_interval_bytes: u32,
+    ) -> Result<(), LogError> {
         let Some((pos, h)) = self.find_batch(offset)? else {
             return Ok(());
         };
@@ -542,7 +565,11 @@ impl Segment {
         let (t, o) = self.time_index.last().unwrap_or((-1, -1));
         self.max_timestamp = t;
         self.offset_of_max_timestamp = o;
-        let from = self.offset_index.last().map(|(_, p)| u64::from(p)).unwrap_or(0);
+        let from = self
+            .offset_index
+            .last()
+            .map(|(_, p)| u64::from(p))
+            .unwrap_or(0);
         if from > 0 {
             // Re-derive max timestamp and interval state from the last indexed batch on.
             let entry = self.header_at(from)?;

@@ -75,7 +75,13 @@ pub struct ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}): {}", code_name(self.code), self.code, self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            code_name(self.code),
+            self.code,
+            self.message
+        )
     }
 }
 
@@ -94,7 +100,10 @@ macro_rules! ctor {
 
 impl ApiError {
     pub fn new(code: i16, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     ctor! {

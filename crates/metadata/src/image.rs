@@ -68,17 +68,35 @@ pub enum ImageError {
     #[error("offset {offset}: invalid topic record: {reason}")]
     InvalidTopic { offset: i64, reason: String },
     #[error("offset {offset}: partition {partition} of topic {topic_id} is unknown")]
-    UnknownPartition { offset: i64, topic_id: Uuid, partition: i32 },
+    UnknownPartition {
+        offset: i64,
+        topic_id: Uuid,
+        partition: i32,
+    },
     #[error("offset {offset}: partition {partition} of topic {topic_id}: {reason}")]
-    InvalidPartition { offset: i64, topic_id: Uuid, partition: i32, reason: String },
+    InvalidPartition {
+        offset: i64,
+        topic_id: Uuid,
+        partition: i32,
+        reason: String,
+    },
     #[error("offset {offset}: broker {broker_id} is not registered")]
     UnknownBroker { offset: i64, broker_id: i32 },
     #[error("offset {offset}: broker {broker_id}: epoch {epoch} does not match the registration epoch {current}")]
-    BrokerEpochMismatch { offset: i64, broker_id: i32, epoch: i64, current: i64 },
+    BrokerEpochMismatch {
+        offset: i64,
+        broker_id: i32,
+        epoch: i64,
+        current: i64,
+    },
     #[error("offset {offset}: config for unknown topic '{name}'")]
     ConfigForUnknownTopic { offset: i64, name: String },
     #[error("offset {offset}: next producer id {next} is not above {current}")]
-    ProducerIdsNotIncreasing { offset: i64, next: i64, current: i64 },
+    ProducerIdsNotIncreasing {
+        offset: i64,
+        next: i64,
+        current: i64,
+    },
 }
 
 /// The whole cluster metadata at `offset` (the offset of the last applied record; -1 = none).
@@ -118,7 +136,10 @@ impl MetadataImage {
         let mut next = self.clone();
         for (offset, record) in records {
             if *offset <= next.offset {
-                return Err(ImageError::NonIncreasingOffset { offset: *offset, previous: next.offset });
+                return Err(ImageError::NonIncreasingOffset {
+                    offset: *offset,
+                    previous: next.offset,
+                });
             }
             next.apply_one(*offset, record)?;
             next.offset = *offset;
@@ -132,11 +153,15 @@ impl MetadataImage {
     }
 
     pub fn topic_by_id(&self, id: &Uuid) -> Option<&Arc<TopicImage>> {
-        self.topic_ids.get(id).and_then(|name| self.topics.get(name))
+        self.topic_ids
+            .get(id)
+            .and_then(|name| self.topics.get(name))
     }
 
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionImage> {
-        self.topics.get(topic).and_then(|t| t.partitions.get(&partition))
+        self.topics
+            .get(topic)
+            .and_then(|t| t.partitions.get(&partition))
     }
 
     /// Registered and not fenced brokers, by id.
@@ -146,12 +171,18 @@ impl MetadataImage {
 
     /// The dynamic overrides of one topic (empty if none or if the topic is unknown).
     pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
-        self.configs.get(&ConfigResource::Topic(topic.to_string())).cloned().unwrap_or_default()
+        self.configs
+            .get(&ConfigResource::Topic(topic.to_string()))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The dynamic configs of a broker resource (`""` = cluster default).
     pub fn broker_configs(&self, resource_name: &str) -> BTreeMap<String, String> {
-        self.configs.get(&ConfigResource::Broker(resource_name.to_string())).cloned().unwrap_or_default()
+        self.configs
+            .get(&ConfigResource::Broker(resource_name.to_string()))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Checks the invariants every image must satisfy; used by tests and debug builds.
@@ -165,7 +196,9 @@ impl MetadataImage {
             }
             for (i, (id, p)) in topic.partitions.iter().enumerate() {
                 if *id != i as i32 || p.partition != *id {
-                    return Err(format!("topic '{name}': partition ids are not dense at {id}"));
+                    return Err(format!(
+                        "topic '{name}': partition ids are not dense at {id}"
+                    ));
                 }
                 check_partition(p).map_err(|e| format!("{name}-{id}: {e}"))?;
             }
@@ -182,7 +215,15 @@ impl MetadataImage {
 
     fn apply_one(&mut self, offset: i64, record: &MetadataRecord) -> Result<(), ImageError> {
         match record {
-            MetadataRecord::RegisterBroker { broker_id, incarnation_id, broker_epoch, host, port, rack, fenced } => {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+                fenced,
+            } => {
                 if let Some(old) = self.brokers.get(broker_id) {
                     if *broker_epoch < old.epoch {
                         return Err(ImageError::BrokerEpochMismatch {
@@ -207,7 +248,12 @@ impl MetadataImage {
                     },
                 );
             }
-            MetadataRecord::BrokerRegistrationChange { broker_id, broker_epoch, fenced, in_controlled_shutdown } => {
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => {
                 let broker = self.broker_with_epoch(offset, *broker_id, *broker_epoch)?;
                 if let Some(f) = fenced {
                     broker.fenced = *f;
@@ -216,24 +262,40 @@ impl MetadataImage {
                     broker.in_controlled_shutdown = *s;
                 }
             }
-            MetadataRecord::UnregisterBroker { broker_id, broker_epoch } => {
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
                 self.broker_with_epoch(offset, *broker_id, *broker_epoch)?;
                 self.brokers.remove(broker_id);
             }
             MetadataRecord::Topic { name, topic_id } => {
                 if name.is_empty() || topic_id.is_nil() {
-                    return Err(ImageError::InvalidTopic { offset, reason: "empty name or nil topic id".into() });
+                    return Err(ImageError::InvalidTopic {
+                        offset,
+                        reason: "empty name or nil topic id".into(),
+                    });
                 }
                 if self.topics.contains_key(name) {
-                    return Err(ImageError::DuplicateTopicName { offset, name: name.clone() });
+                    return Err(ImageError::DuplicateTopicName {
+                        offset,
+                        name: name.clone(),
+                    });
                 }
                 if self.topic_ids.contains_key(topic_id) {
-                    return Err(ImageError::DuplicateTopicId { offset, topic_id: *topic_id });
+                    return Err(ImageError::DuplicateTopicId {
+                        offset,
+                        topic_id: *topic_id,
+                    });
                 }
                 self.topic_ids.insert(*topic_id, name.clone());
                 self.topics.insert(
                     name.clone(),
-                    Arc::new(TopicImage { name: name.clone(), id: *topic_id, partitions: BTreeMap::new() }),
+                    Arc::new(TopicImage {
+                        name: name.clone(),
+                        id: *topic_id,
+                        partitions: BTreeMap::new(),
+                    }),
                 );
             }
             MetadataRecord::Partition {
@@ -284,7 +346,11 @@ impl MetadataImage {
             } => {
                 let topic = self.topic_mut(offset, topic_id)?;
                 let Some(current) = topic.partitions.get(partition_id) else {
-                    return Err(ImageError::UnknownPartition { offset, topic_id: *topic_id, partition: *partition_id });
+                    return Err(ImageError::UnknownPartition {
+                        offset,
+                        topic_id: *topic_id,
+                        partition: *partition_id,
+                    });
                 };
                 let changed = apply_partition_change(
                     current,
@@ -302,15 +368,25 @@ impl MetadataImage {
                 })?;
                 topic.partitions.insert(*partition_id, changed);
             }
-            MetadataRecord::Config { resource, name, value } => {
+            MetadataRecord::Config {
+                resource,
+                name,
+                value,
+            } => {
                 if let ConfigResource::Topic(topic) = resource {
                     if !self.topics.contains_key(topic) {
-                        return Err(ImageError::ConfigForUnknownTopic { offset, name: topic.clone() });
+                        return Err(ImageError::ConfigForUnknownTopic {
+                            offset,
+                            name: topic.clone(),
+                        });
                     }
                 }
                 match value {
                     Some(v) => {
-                        self.configs.entry(resource.clone()).or_default().insert(name.clone(), v.clone());
+                        self.configs
+                            .entry(resource.clone())
+                            .or_default()
+                            .insert(name.clone(), v.clone());
                     }
                     None => {
                         if let Some(map) = self.configs.get_mut(resource) {
@@ -324,12 +400,17 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 let Some(name) = self.topic_ids.remove(topic_id) else {
-                    return Err(ImageError::UnknownTopicId { offset, topic_id: *topic_id });
+                    return Err(ImageError::UnknownTopicId {
+                        offset,
+                        topic_id: *topic_id,
+                    });
                 };
                 self.topics.remove(&name);
                 self.configs.remove(&ConfigResource::Topic(name));
             }
-            MetadataRecord::ProducerIds { next_producer_id, .. } => {
+            MetadataRecord::ProducerIds {
+                next_producer_id, ..
+            } => {
                 if *next_producer_id <= self.next_producer_id {
                     return Err(ImageError::ProducerIdsNotIncreasing {
                         offset,
@@ -348,18 +429,40 @@ impl MetadataImage {
     }
 
     fn topic_mut(&mut self, offset: i64, topic_id: &Uuid) -> Result<&mut TopicImage, ImageError> {
-        let name = self.topic_ids.get(topic_id).ok_or(ImageError::UnknownTopicId { offset, topic_id: *topic_id })?;
+        let name = self
+            .topic_ids
+            .get(topic_id)
+            .ok_or(ImageError::UnknownTopicId {
+                offset,
+                topic_id: *topic_id,
+            })?;
         let topic = self
             .topics
             .get_mut(name)
-            .ok_or(ImageError::UnknownTopicId { offset, topic_id: *topic_id })?;
+            .ok_or(ImageError::UnknownTopicId {
+                offset,
+                topic_id: *topic_id,
+            })?;
         Ok(Arc::make_mut(topic))
     }
 
-    fn broker_with_epoch(&mut self, offset: i64, broker_id: i32, epoch: i64) -> Result<&mut BrokerRegistration, ImageError> {
-        let broker = self.brokers.get_mut(&broker_id).ok_or(ImageError::UnknownBroker { offset, broker_id })?;
+    fn broker_with_epoch(
+        &mut self,
+        offset: i64,
+        broker_id: i32,
+        epoch: i64,
+    ) -> Result<&mut BrokerRegistration, ImageError> {
+        let broker = self
+            .brokers
+            .get_mut(&broker_id)
+            .ok_or(ImageError::UnknownBroker { offset, broker_id })?;
         if broker.epoch != epoch {
-            return Err(ImageError::BrokerEpochMismatch { offset, broker_id, epoch, current: broker.epoch });
+            return Err(ImageError::BrokerEpochMismatch {
+                offset,
+                broker_id,
+                epoch,
+                current: broker.epoch,
+            });
         }
         Ok(broker)
     }
@@ -415,10 +518,17 @@ fn check_partition(p: &PartitionImage) -> Result<(), String> {
         return Err("empty replica list".into());
     }
     let replicas = distinct(&p.replicas).ok_or("duplicate broker in replicas")?;
-    for (what, list) in [("isr", &p.isr), ("adding_replicas", &p.adding_replicas), ("removing_replicas", &p.removing_replicas)] {
+    for (what, list) in [
+        ("isr", &p.isr),
+        ("adding_replicas", &p.adding_replicas),
+        ("removing_replicas", &p.removing_replicas),
+    ] {
         let set = distinct(list).ok_or_else(|| format!("duplicate broker in {what}"))?;
         if !set.is_subset(&replicas) {
-            return Err(format!("{what} {list:?} is not a subset of replicas {:?}", p.replicas));
+            return Err(format!(
+                "{what} {list:?} is not a subset of replicas {:?}",
+                p.replicas
+            ));
         }
     }
     if p.leader != -1 && !p.isr.contains(&p.leader) {

@@ -36,10 +36,14 @@ pub fn replication_factor_too_large(rf: i32, brokers: usize) -> ApiError {
 /// Spec A.1 checks, in Kafka's order: partitions, then replication factor, then brokers.
 fn check_inputs(n: usize, partitions: i32, rf: i32) -> Result<(), ApiError> {
     if partitions <= 0 {
-        return Err(ApiError::invalid_partitions("Number of partitions must be larger than 0."));
+        return Err(ApiError::invalid_partitions(
+            "Number of partitions must be larger than 0.",
+        ));
     }
     if rf <= 0 {
-        return Err(ApiError::invalid_replication_factor("Replication factor must be larger than 0."));
+        return Err(ApiError::invalid_replication_factor(
+            "Replication factor must be larger than 0.",
+        ));
     }
     if rf as usize > n {
         return Err(replication_factor_too_large(rf, n));
@@ -57,21 +61,34 @@ struct Layout {
 /// Rack-unaware when no broker has a rack, rack-aware when all have one, and Kafka's
 /// "Not all brokers have rack information" (-1, an `AdminOperationException`) otherwise.
 fn layout(brokers: &[(i32, Option<String>)]) -> Result<Layout, ApiError> {
-    debug_assert!(brokers.windows(2).all(|w| w[0].0 < w[1].0), "brokers must be sorted by id and unique");
+    debug_assert!(
+        brokers.windows(2).all(|w| w[0].0 < w[1].0),
+        "brokers must be sorted by id and unique"
+    );
     let with_rack = brokers.iter().filter(|(_, r)| r.is_some()).count();
     if with_rack == 0 {
-        return Ok(Layout { order: brokers.iter().map(|(id, _)| *id).collect(), racks: None, rack_count: 0 });
+        return Ok(Layout {
+            order: brokers.iter().map(|(id, _)| *id).collect(),
+            racks: None,
+            rack_count: 0,
+        });
     }
     if with_rack != brokers.len() {
         return Err(ApiError::unknown_server_error(
             "Not all brokers have rack information for replica rack aware assignment.",
         ));
     }
-    let racks: HashMap<i32, String> =
-        brokers.iter().filter_map(|(id, r)| r.as_ref().map(|r| (*id, r.clone()))).collect();
+    let racks: HashMap<i32, String> = brokers
+        .iter()
+        .filter_map(|(id, r)| r.as_ref().map(|r| (*id, r.clone())))
+        .collect();
     let order = rack_alternated(&racks);
     let rack_count = racks.values().collect::<BTreeSet<_>>().len();
-    Ok(Layout { order, racks: Some(racks), rack_count })
+    Ok(Layout {
+        order,
+        racks: Some(racks),
+        rack_count,
+    })
 }
 
 /// Spec B.1: racks sorted by name, brokers in a rack sorted by id, one broker from each rack
@@ -100,7 +117,14 @@ pub fn rack_alternated(racks: &HashMap<i32, String>) -> Vec<i32> {
 }
 
 /// The core formula (A.2 / B.2) with explicit start index and initial shift.
-fn place(layout: &Layout, partitions: i32, rf: i32, start: i64, initial_shift: i64, start_partition_id: i32) -> BTreeMap<i32, Vec<i32>> {
+fn place(
+    layout: &Layout,
+    partitions: i32,
+    rf: i32,
+    start: i64,
+    initial_shift: i64,
+    start_partition_id: i32,
+) -> BTreeMap<i32, Vec<i32>> {
     let order = &layout.order;
     let n = order.len() as i64;
     debug_assert!(n > 0 && rf >= 1 && rf as i64 <= n);
@@ -124,7 +148,10 @@ fn place(layout: &Layout, partitions: i32, rf: i32, start: i64, initial_shift: i
             }
             Some(racks) => rack_aware_replicas(order, racks, layout.rack_count, lead, shift, rf),
         };
-        debug_assert_eq!(replicas.iter().collect::<BTreeSet<_>>().len(), replicas.len());
+        debug_assert_eq!(
+            replicas.iter().collect::<BTreeSet<_>>().len(),
+            replicas.len()
+        );
         // Partition ids beyond i32::MAX cannot be requested (counts are i32 and start >= 0
         // comes from an existing count), so the conversion only guards against misuse.
         let Ok(pid32) = i32::try_from(pid) else { break };
@@ -143,7 +170,14 @@ fn follower_position(lead: i64, shift: i64, j: i64, n: i64) -> usize {
 
 /// B.2: walk the candidates after the leader; skip a broker whose rack already has a replica
 /// while some rack has none, or that already holds a replica while some broker holds none.
-fn rack_aware_replicas(order: &[i32], racks: &HashMap<i32, String>, rack_count: usize, lead: i64, shift: i64, rf: i32) -> Vec<i32> {
+fn rack_aware_replicas(
+    order: &[i32],
+    racks: &HashMap<i32, String>,
+    rack_count: usize,
+    lead: i64,
+    shift: i64,
+    rf: i32,
+) -> Vec<i32> {
     let n = order.len() as i64;
     let leader = order[lead as usize];
     let mut chosen = vec![leader];
@@ -154,7 +188,8 @@ fn rack_aware_replicas(order: &[i32], racks: &HashMap<i32, String>, rack_count: 
         // n-1 consecutive k values visit every other broker once, so 2n tries always find one.
         let mut found = None;
         for _ in 0..2 * n {
-            let cand = order[follower_position(lead, shift.saturating_mul(rack_count as i64), k, n)];
+            let cand =
+                order[follower_position(lead, shift.saturating_mul(rack_count as i64), k, n)];
             k += 1;
             let rack = racks[&cand].as_str();
             let rack_ok = !used_racks.contains(rack) || used_racks.len() == rack_count;
@@ -197,7 +232,14 @@ pub fn assign_replicas(
     let layout = layout(brokers)?;
     let start = draw(rng, fixed_start_index, brokers.len());
     let shift = draw(rng, fixed_start_index, brokers.len());
-    Ok(place(&layout, partitions, replication_factor, start, shift, start_partition_id))
+    Ok(place(
+        &layout,
+        partitions,
+        replication_factor,
+        start,
+        shift,
+        start_partition_id,
+    ))
 }
 
 /// The rack-unaware formula with an explicit initial shift (Kafka draws start index and shift
@@ -211,7 +253,11 @@ pub fn assign_replicas_with_shift(
     start_partition_id: i32,
 ) -> Result<BTreeMap<i32, Vec<i32>>, ApiError> {
     check_inputs(brokers.len(), partitions, replication_factor)?;
-    let layout = Layout { order: brokers.to_vec(), racks: None, rack_count: 0 };
+    let layout = Layout {
+        order: brokers.to_vec(),
+        racks: None,
+        rack_count: 0,
+    };
     Ok(place(
         &layout,
         partitions,
@@ -224,9 +270,15 @@ pub fn assign_replicas_with_shift(
 
 /// A.4 parameters for growing a topic: (replication factor, fixed start index, start
 /// partition id, partitions to add).
-fn add_partitions_params(existing: &BTreeMap<i32, Vec<i32>>, brokers: &[(i32, Option<String>)], new_total: i32) -> Result<(i32, i32, i32, i32), ApiError> {
+fn add_partitions_params(
+    existing: &BTreeMap<i32, Vec<i32>>,
+    brokers: &[(i32, Option<String>)],
+    new_total: i32,
+) -> Result<(i32, i32, i32, i32), ApiError> {
     let Some(p0) = existing.get(&0).filter(|p| !p.is_empty()) else {
-        return Err(ApiError::unknown_server_error("Invalid state: the topic appears to have no partition 0."));
+        return Err(ApiError::unknown_server_error(
+            "Invalid state: the topic appears to have no partition 0.",
+        ));
     };
     let current = i32::try_from(existing.len()).unwrap_or(i32::MAX);
     if new_total <= current {
@@ -289,7 +341,8 @@ fn imbalance(base: &BTreeMap<i32, u64>, added: &HashMap<i32, u64>, brokers: &[i3
     brokers
         .iter()
         .map(|b| {
-            let c = u128::from(base.get(b).copied().unwrap_or(0) + added.get(b).copied().unwrap_or(0));
+            let c =
+                u128::from(base.get(b).copied().unwrap_or(0) + added.get(b).copied().unwrap_or(0));
             c * c
         })
         .sum()
@@ -318,7 +371,9 @@ pub fn assign_replicas_cluster_aware(
         // Leaders repeat with period n: full rounds add the same count to every broker (which
         // does not change the ranking), so only the remaining partitions matter.
         for pid in first_pid..first_pid + i64::from(partitions) % n {
-            *added.entry(layout.order[(pid + start).rem_euclid(n) as usize]).or_default() += 1;
+            *added
+                .entry(layout.order[(pid + start).rem_euclid(n) as usize])
+                .or_default() += 1;
         }
         let score = imbalance(&load.leaders, &added, &ids);
         if score < best_start.0 {
@@ -329,7 +384,14 @@ pub fn assign_replicas_cluster_aware(
 
     let mut best = None;
     for shift in 0..n.max(1) {
-        let placed = place(&layout, partitions, replication_factor, start, shift, start_partition_id);
+        let placed = place(
+            &layout,
+            partitions,
+            replication_factor,
+            start,
+            shift,
+            start_partition_id,
+        );
         let mut added: HashMap<i32, u64> = HashMap::new();
         for replicas in placed.values() {
             for r in replicas {
@@ -342,7 +404,14 @@ pub fn assign_replicas_cluster_aware(
         }
     }
     let Some((_, placed)) = best else {
-        return Ok(place(&layout, partitions, replication_factor, start, start, start_partition_id));
+        return Ok(place(
+            &layout,
+            partitions,
+            replication_factor,
+            start,
+            start,
+            start_partition_id,
+        ));
     };
     Ok(placed)
 }
@@ -362,7 +431,11 @@ pub fn add_partitions_cluster_aware(
 /// KRaft's `validateManualPartitionAssignment` for one partition: non-empty, every broker
 /// registered, no broker twice (checked over the sorted ids, as KRaft does), and the same
 /// size as the previous partitions.
-pub fn validate_manual_partition(replicas: &[i32], registered_brokers: &BTreeSet<i32>, expected_rf: Option<usize>) -> Result<(), ApiError> {
+pub fn validate_manual_partition(
+    replicas: &[i32],
+    registered_brokers: &BTreeSet<i32>,
+    expected_rf: Option<usize>,
+) -> Result<(), ApiError> {
     if replicas.is_empty() {
         return Err(ApiError::invalid_replica_assignment(
             "The manual partition assignment includes an empty replica list.",
@@ -397,13 +470,19 @@ pub fn validate_manual_partition(replicas: &[i32], registered_brokers: &BTreeSet
 
 /// C.2 step 9 for a whole CreateTopics assignment (KRaft messages): every partition as in
 /// [`validate_manual_partition`], all of one size, ids exactly `0..count`.
-pub fn validate_manual_assignment(assignment: &BTreeMap<i32, Vec<i32>>, registered_brokers: &BTreeSet<i32>) -> Result<(), ApiError> {
+pub fn validate_manual_assignment(
+    assignment: &BTreeMap<i32, Vec<i32>>,
+    registered_brokers: &BTreeSet<i32>,
+) -> Result<(), ApiError> {
     let mut rf = None;
     for replicas in assignment.values() {
         validate_manual_partition(replicas, registered_brokers, rf)?;
         rf = Some(replicas.len());
     }
-    let consecutive = assignment.keys().enumerate().all(|(i, p)| i64::from(*p) == i as i64);
+    let consecutive = assignment
+        .keys()
+        .enumerate()
+        .all(|(i, p)| i64::from(*p) == i as i64);
     if !consecutive {
         return Err(ApiError::invalid_replica_assignment(
             "partitions should be a consecutive 0-based integer sequence",

@@ -146,7 +146,10 @@ mod tests {
     #[test]
     fn records_round_trip_through_json() {
         let recs = vec![
-            MetadataRecord::Topic { name: "t".into(), topic_id: Uuid::from_u128(7) },
+            MetadataRecord::Topic {
+                name: "t".into(),
+                topic_id: Uuid::from_u128(7),
+            },
             MetadataRecord::Config {
                 resource: ConfigResource::Broker(String::new()),
                 name: "log.retention.ms".into(),
@@ -171,7 +174,13 @@ mod tests {
     #[test]
     fn api_keys_match_kraft() {
         assert_eq!(MetadataRecord::NoOp.api_key(), 20);
-        assert_eq!(MetadataRecord::RemoveTopic { topic_id: Uuid::nil() }.api_key(), 9);
+        assert_eq!(
+            MetadataRecord::RemoveTopic {
+                topic_id: Uuid::nil()
+            }
+            .api_key(),
+            9
+        );
         assert_eq!(ConfigResource::Topic("a".into()).resource_type(), 2);
         assert_eq!(ConfigResource::Broker("".into()).resource_type(), 4);
     }

@@ -28,8 +28,12 @@ pub enum ReplicaState {
 }
 
 impl PartitionState {
-    pub const ALL: [PartitionState; 4] =
-        [PartitionState::New, PartitionState::Online, PartitionState::Offline, PartitionState::NonExistent];
+    pub const ALL: [PartitionState; 4] = [
+        PartitionState::New,
+        PartitionState::Online,
+        PartitionState::Offline,
+        PartitionState::NonExistent,
+    ];
 
     /// Kafka's numeric code.
     pub fn code(self) -> u8 {
@@ -137,7 +141,11 @@ pub struct IllegalTransition {
 
 impl fmt::Display for IllegalTransition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Illegal state transition from {} to {} for ", self.from, self.to)?;
+        write!(
+            f,
+            "Illegal state transition from {} to {} for ",
+            self.from, self.to
+        )?;
         if let Some(r) = self.replica {
             write!(f, "replica {r} of ")?;
         }
@@ -148,7 +156,12 @@ impl fmt::Display for IllegalTransition {
 impl std::error::Error for IllegalTransition {}
 
 /// Checks `from -> to` for a partition.
-pub fn check_partition_transition(topic: &str, partition: i32, from: PartitionState, to: PartitionState) -> Result<(), IllegalTransition> {
+pub fn check_partition_transition(
+    topic: &str,
+    partition: i32,
+    from: PartitionState,
+    to: PartitionState,
+) -> Result<(), IllegalTransition> {
     if to.can_transition_from(from) {
         Ok(())
     } else {
@@ -163,7 +176,13 @@ pub fn check_partition_transition(topic: &str, partition: i32, from: PartitionSt
 }
 
 /// Checks `from -> to` for replica `replica` of a partition.
-pub fn check_replica_transition(topic: &str, partition: i32, replica: i32, from: ReplicaState, to: ReplicaState) -> Result<(), IllegalTransition> {
+pub fn check_replica_transition(
+    topic: &str,
+    partition: i32,
+    replica: i32,
+    from: ReplicaState,
+    to: ReplicaState,
+) -> Result<(), IllegalTransition> {
     if to.can_transition_from(from) {
         Ok(())
     } else {

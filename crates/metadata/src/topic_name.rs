@@ -9,7 +9,11 @@ use crate::errors::ApiError;
 pub const MAX_NAME_LENGTH: usize = 249;
 
 /// Topics the cluster itself owns; clients may not delete them.
-pub const INTERNAL_TOPICS: [&str; 3] = ["__consumer_offsets", "__transaction_state", "__cluster_metadata"];
+pub const INTERNAL_TOPICS: [&str; 3] = [
+    "__consumer_offsets",
+    "__transaction_state",
+    "__cluster_metadata",
+];
 
 /// Whether `name` is one of Kafka's internal topics.
 pub fn is_internal(name: &str) -> bool {
@@ -27,14 +31,19 @@ pub fn validate_topic_name(name: &str) -> Result<(), ApiError> {
         format!(
             "Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
         )
-    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
         format!(
             "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
     } else {
         return Ok(());
     };
-    Err(ApiError::invalid_topic(format!("Topic name is invalid: {reason}")))
+    Err(ApiError::invalid_topic(format!(
+        "Topic name is invalid: {reason}"
+    )))
 }
 
 /// Whether the name contains a character that collides in metric names.
@@ -57,7 +66,9 @@ where
         return None;
     }
     let unified = unify_collision_chars(name);
-    existing.into_iter().find(|other| *other != name && has_collision_chars(other) && unify_collision_chars(other) == unified)
+    existing.into_iter().find(|other| {
+        *other != name && has_collision_chars(other) && unify_collision_chars(other) == unified
+    })
 }
 
 /// Full C.1 check for a *new* topic against the existing names: format, then collision
@@ -68,7 +79,9 @@ where
 {
     validate_topic_name(name)?;
     if let Some(other) = find_collision(name, existing) {
-        return Err(ApiError::invalid_topic(format!("Topic '{name}' collides with existing topic: {other}")));
+        return Err(ApiError::invalid_topic(format!(
+            "Topic '{name}' collides with existing topic: {other}"
+        )));
     }
     Ok(())
 }

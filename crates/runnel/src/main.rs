@@ -1,1 +1,65 @@
-fn main() {}
+//! `runnel`: the broker and command-line tools mirroring Kafka's (kafka-topics.sh,
+//! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-*-perf-test.sh), so that
+//! Kafka's documented commands work with only the program name changed.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Runnel: a Kafka-compatible broker and its tools.
+#[derive(Debug, Parser)]
+#[command(name = "runnel", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a broker.
+    Broker(runnel_broker::BrokerArgs),
+    /// Create, list, describe, alter and delete topics (kafka-topics.sh).
+    Topics(cmd::topics::TopicsArgs),
+    /// Produce lines from stdin (kafka-console-producer.sh).
+    Produce(cmd::produce::ProduceArgs),
+    /// Print records to stdout (kafka-console-consumer.sh).
+    Consume(cmd::consume::ConsumeArgs),
+    /// Describe and alter topic / broker configs (kafka-configs.sh).
+    Configs(cmd::configs::ConfigsArgs),
+    /// Throughput and latency tests (kafka-producer-perf-test.sh, kafka-consumer-perf-test.sh).
+    Perf(cmd::perf::PerfArgs),
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Broker(args) => {
+            init_tracing();
+            runnel_broker::run(args).await.map_err(anyhow::Error::from)
+        }
+        Command::Topics(args) => cmd::topics::run(args).await,
+        Command::Produce(args) => cmd::produce::run(args).await,
+        Command::Consume(args) => cmd::consume::run(args).await,
+        Command::Configs(args) => cmd::configs::run(args).await,
+        Command::Perf(args) => cmd::perf::run(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {}", cmd::error_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -100,6 +100,7 @@
 //!     _ => panic!()
 //! }
 //! ```
+#![allow(dead_code)]
 #![deny(missing_docs)]
 // Display required features for items when rendering for docs.rs
 #![cfg_attr(docsrs, feature(doc_cfg))]

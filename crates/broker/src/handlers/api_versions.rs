@@ -32,7 +32,11 @@ fn valid_software_field(s: &str) -> bool {
         && bytes.iter().all(inner_ok)
 }
 
-pub async fn handle(_broker: &Arc<Broker>, request: ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
+pub async fn handle(
+    _broker: &Arc<Broker>,
+    request: ApiVersionsRequest,
+    version: i16,
+) -> ApiVersionsResponse {
     let mut error_code = code::NONE;
     if version >= 3
         && !(valid_software_field(request.client_software_name.as_str())

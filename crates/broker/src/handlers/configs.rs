@@ -10,12 +10,14 @@ use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{
-    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest, AlterConfigsResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use runnel_metadata::{describe_topic_configs, AlterConfigOp, ApiError, ConfigResource, ConfigSource};
+use runnel_metadata::{
+    describe_topic_configs, AlterConfigOp, ApiError, ConfigResource, ConfigSource,
+};
 
 use super::str_bytes;
 use crate::context::Broker;
@@ -24,6 +26,7 @@ use crate::errors::code;
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
 const STATIC_BROKER_CONFIG: i8 = 4;
+const DEFAULT_CONFIG: i8 = 5;
 
 pub fn source_id(source: &ConfigSource) -> i8 {
     match source {
@@ -35,7 +38,14 @@ pub fn source_id(source: &ConfigSource) -> i8 {
     }
 }
 
-fn entry(name: &str, value: Option<&str>, source: i8, read_only: bool, sensitive: bool, synonyms: bool) -> DescribeConfigsResourceResult {
+fn entry(
+    name: &str,
+    value: Option<&str>,
+    source: i8,
+    read_only: bool,
+    sensitive: bool,
+    synonyms: bool,
+) -> DescribeConfigsResourceResult {
     let value = value.map(str_bytes);
     let synonym_list = if synonyms {
         vec![DescribeConfigsSynonym::default()
@@ -54,7 +64,11 @@ fn entry(name: &str, value: Option<&str>, source: i8, read_only: bool, sensitive
         .with_synonyms(synonym_list)
 }
 
-pub async fn describe(broker: &Arc<Broker>, request: DescribeConfigsRequest, _version: i16) -> DescribeConfigsResponse {
+pub async fn describe(
+    broker: &Arc<Broker>,
+    request: DescribeConfigsRequest,
+    _version: i16,
+) -> DescribeConfigsResponse {
     let image = broker.image();
     let defaults = broker.broker_defaults();
     let results = request
@@ -63,9 +77,10 @@ pub async fn describe(broker: &Arc<Broker>, request: DescribeConfigsRequest, _ve
         .map(|r| {
             let name = r.resource_name.as_str();
             let wanted = |key: &str| {
+                // Null or empty = every config (Kafka treats both alike).
                 r.configuration_keys
                     .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == key))
+                    .is_none_or(|keys| keys.is_empty() || keys.iter().any(|k| k.as_str() == key))
             };
             let result = DescribeConfigsResult::default()
                 .with_resource_type(r.resource_type)
@@ -103,10 +118,13 @@ pub async fn describe(broker: &Arc<Broker>, request: DescribeConfigsRequest, _ve
                     }
                     let configs = broker
                         .config
-                        .props
+                        .all()
                         .iter()
-                        .filter(|(k, _)| wanted(k))
-                        .map(|(k, v)| entry(k, Some(v), STATIC_BROKER_CONFIG, true, false, request.include_synonyms))
+                        .filter(|(k, _, _)| wanted(k))
+                        .map(|(k, v, explicit)| {
+                            let source = if *explicit { STATIC_BROKER_CONFIG } else { DEFAULT_CONFIG };
+                            entry(k, Some(v), source, true, false, request.include_synonyms)
+                        })
                         .collect();
                     result.with_configs(configs)
                 }
@@ -150,7 +168,11 @@ async fn alter_resource(
     }
 }
 
-pub async fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest, _version: i16) -> AlterConfigsResponse {
+pub async fn alter(
+    broker: &Arc<Broker>,
+    request: AlterConfigsRequest,
+    _version: i16,
+) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for r in request.resources {
         let ops = r
@@ -158,12 +180,23 @@ pub async fn alter(broker: &Arc<Broker>, request: AlterConfigsRequest, _version:
             .iter()
             .map(|c| {
                 let value = c.value.as_ref().map(|v| v.to_string());
-                let op = if value.is_some() { AlterConfigOp::Set } else { AlterConfigOp::Delete };
+                let op = if value.is_some() {
+                    AlterConfigOp::Set
+                } else {
+                    AlterConfigOp::Delete
+                };
                 (c.name.to_string(), op, value)
             })
             .collect();
-        let (error_code, error_message) =
-            alter_resource(broker, r.resource_type, &r.resource_name, ops, false, request.validate_only).await;
+        let (error_code, error_message) = alter_resource(
+            broker,
+            r.resource_type,
+            &r.resource_name,
+            ops,
+            false,
+            request.validate_only,
+        )
+        .await;
         responses.push(
             alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_error_code(error_code)
@@ -195,11 +228,28 @@ pub async fn incremental_alter(
                     break;
                 }
             };
-            ops.push((c.name.to_string(), op, c.value.as_ref().map(|v| v.to_string())));
+            ops.push((
+                c.name.to_string(),
+                op,
+                c.value.as_ref().map(|v| v.to_string()),
+            ));
         }
         let (error_code, error_message) = match bad_op {
-            Some(op) => (code::INVALID_REQUEST, Some(str_bytes(&format!("Unknown config operation {op}")))),
-            None => alter_resource(broker, r.resource_type, &r.resource_name, ops, true, request.validate_only).await,
+            Some(op) => (
+                code::INVALID_REQUEST,
+                Some(str_bytes(&format!("Unknown config operation {op}"))),
+            ),
+            None => {
+                alter_resource(
+                    broker,
+                    r.resource_type,
+                    &r.resource_name,
+                    ops,
+                    true,
+                    request.validate_only,
+                )
+                .await
+            }
         };
         responses.push(
             incremental_alter_configs_response::AlterConfigsResourceResponse::default()

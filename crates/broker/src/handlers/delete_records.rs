@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use crate::context::Broker;
@@ -15,7 +17,11 @@ fn result(index: i32, code: i16, low_watermark: i64) -> DeleteRecordsPartitionRe
         .with_low_watermark(low_watermark)
 }
 
-pub async fn handle(broker: &Arc<Broker>, request: DeleteRecordsRequest, _version: i16) -> DeleteRecordsResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: DeleteRecordsRequest,
+    _version: i16,
+) -> DeleteRecordsResponse {
     let topics = request
         .topics
         .iter()

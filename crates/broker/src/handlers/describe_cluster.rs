@@ -8,7 +8,11 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use super::str_bytes;
 use crate::context::Broker;
 
-pub async fn handle(broker: &Arc<Broker>, _request: DescribeClusterRequest, _version: i16) -> DescribeClusterResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _request: DescribeClusterRequest,
+    _version: i16,
+) -> DescribeClusterResponse {
     let image = broker.image();
     let brokers = image
         .live_brokers()

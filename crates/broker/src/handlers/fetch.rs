@@ -44,14 +44,22 @@ pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -
 }
 
 /// One pass over the requested partitions: (response, bytes of records, any partition error).
-fn read_once(broker: &Arc<Broker>, request: &FetchRequest, version: i16) -> (FetchResponse, usize, bool) {
+fn read_once(
+    broker: &Arc<Broker>,
+    request: &FetchRequest,
+    version: i16,
+) -> (FetchResponse, usize, bool) {
     let replica_id = if version >= 15 {
         request.replica_state.replica_id.0
     } else {
         request.replica_id.0
     };
     let follower = replica_id >= 0;
-    let mut budget = if request.max_bytes <= 0 { usize::MAX } else { request.max_bytes as usize };
+    let mut budget = if request.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        request.max_bytes as usize
+    };
     let mut total = 0usize;
     let mut errors = false;
     let mut topics = Vec::with_capacity(request.topics.len());
@@ -86,7 +94,8 @@ fn read_once(broker: &Arc<Broker>, request: &FetchRequest, version: i16) -> (Fet
             let hw = log.high_watermark();
             let upper = if follower { log.log_end_offset() } else { hw };
             let max = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            let in_range = fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
+            let in_range = fp.fetch_offset >= log.log_start_offset()
+                && fp.fetch_offset <= log.log_end_offset();
             let result = if in_range && fp.fetch_offset >= upper {
                 // Between the HW and the LEO: nothing visible yet, not an error.
                 Ok(runnel_log::ReadResult {
@@ -136,5 +145,15 @@ fn read_once(broker: &Arc<Broker>, request: &FetchRequest, version: i16) -> (Fet
                 .with_partitions(partitions),
         );
     }
-    (FetchResponse::default().with_responses(topics), total, errors)
+    if version < 5 {
+        // log_start_offset exists from v5 on.
+        for p in topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+            p.log_start_offset = -1;
+        }
+    }
+    (
+        FetchResponse::default().with_responses(topics),
+        total,
+        errors,
+    )
 }

@@ -8,7 +8,11 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use crate::context::Broker;
 use crate::errors::code;
 
-pub async fn handle(broker: &Arc<Broker>, request: InitProducerIdRequest, _version: i16) -> InitProducerIdResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: InitProducerIdRequest,
+    _version: i16,
+) -> InitProducerIdResponse {
     let failed = |code: i16| {
         InitProducerIdResponse::default()
             .with_error_code(code)

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::check_leader_epoch;
@@ -23,7 +25,11 @@ fn failed(index: i32, code: i16) -> ListOffsetsPartitionResponse {
         .with_leader_epoch(-1)
 }
 
-pub async fn handle(broker: &Arc<Broker>, request: ListOffsetsRequest, _version: i16) -> ListOffsetsResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: ListOffsetsRequest,
+    version: i16,
+) -> ListOffsetsResponse {
     let topics = request
         .topics
         .iter()
@@ -79,5 +85,16 @@ pub async fn handle(broker: &Arc<Broker>, request: ListOffsetsRequest, _version:
                 .with_partitions(partitions)
         })
         .collect();
-    ListOffsetsResponse::default().with_topics(topics)
+    let mut response = ListOffsetsResponse::default().with_topics(topics);
+    if version < 4 {
+        // leader_epoch exists from v4 on.
+        for p in response
+            .topics
+            .iter_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+        {
+            p.leader_epoch = -1;
+        }
+    }
+    response
 }

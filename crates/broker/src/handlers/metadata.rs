@@ -13,7 +13,11 @@ use super::{str_bytes, topic_name};
 use crate::context::Broker;
 use crate::errors::code;
 
-pub async fn handle(broker: &Arc<Broker>, request: MetadataRequest, version: i16) -> MetadataResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     // v1+: null = all topics, empty = none.
     let requested: Option<Vec<String>> = request.topics.as_ref().map(|topics| {
         topics
@@ -21,13 +25,18 @@ pub async fn handle(broker: &Arc<Broker>, request: MetadataRequest, version: i16
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
             .collect()
     });
-    let allow_auto_create = (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
+    let allow_auto_create =
+        (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
     if let (Some(names), true) = (&requested, allow_auto_create) {
         auto_create(broker, names).await;
     }
     let image = broker.image();
     let topics = match &requested {
-        None => image.topics.values().map(|t| describe_topic(&image, t)).collect(),
+        None => image
+            .topics
+            .values()
+            .map(|t| describe_topic(&image, t))
+            .collect(),
         Some(names) => names
             .iter()
             .map(|name| match image.topic(name) {
@@ -45,11 +54,33 @@ pub async fn handle(broker: &Arc<Broker>, request: MetadataRequest, version: i16
             })
             .collect(),
     };
-    MetadataResponse::default()
+    let response = MetadataResponse::default()
         .with_brokers(brokers(&image))
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
         .with_controller_id(BrokerId(broker.controller_id()))
-        .with_topics(topics)
+        .with_topics(topics);
+    fit_to_version(response, version)
+}
+
+/// Clears fields the negotiated version does not carry (the encoder rejects them).
+fn fit_to_version(mut response: MetadataResponse, version: i16) -> MetadataResponse {
+    if version < 2 {
+        response.cluster_id = None;
+    }
+    for topic in &mut response.topics {
+        if version < 10 {
+            topic.topic_id = uuid::Uuid::nil();
+        }
+        for p in &mut topic.partitions {
+            if version < 7 {
+                p.leader_epoch = -1;
+            }
+            if version < 5 {
+                p.offline_replicas.clear();
+            }
+        }
+    }
+    response
 }
 
 /// Creates the missing, validly named, non-internal topics with the broker defaults.
@@ -57,7 +88,9 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
     let image = broker.image();
     let missing: Vec<CreateTopicRequest> = names
         .iter()
-        .filter(|n| image.topic(n).is_none() && validate_topic_name(n).is_ok() && !n.starts_with("__"))
+        .filter(|n| {
+            image.topic(n).is_none() && validate_topic_name(n).is_ok() && !n.starts_with("__")
+        })
         .map(|n| CreateTopicRequest {
             name: n.clone(),
             num_partitions: -1,
@@ -74,7 +107,9 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
             for o in outcomes {
                 match o.result {
                     Ok(_) => tracing::info!(topic = %o.name, "auto-created topic"),
-                    Err(e) => tracing::warn!(topic = %o.name, error = %e.message, "auto-creation failed"),
+                    Err(e) => {
+                        tracing::warn!(topic = %o.name, error = %e.message, "auto-creation failed")
+                    }
                 }
             }
         }
@@ -114,7 +149,12 @@ fn describe_topic(image: &MetadataImage, topic: &TopicImage) -> MetadataResponse
                 .with_replica_nodes(p.replicas.iter().copied().map(BrokerId).collect())
                 .with_isr_nodes(p.isr.iter().copied().map(BrokerId).collect())
                 .with_offline_replicas(
-                    p.replicas.iter().filter(|r| !live(r)).copied().map(BrokerId).collect(),
+                    p.replicas
+                        .iter()
+                        .filter(|r| !live(r))
+                        .copied()
+                        .map(BrokerId)
+                        .collect(),
                 )
         })
         .collect();

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::check_leader_epoch;
@@ -48,7 +50,8 @@ pub async fn handle(
                     if epoch_error != code::NONE {
                         return failed(p.partition, epoch_error);
                     }
-                    let (epoch, end_offset) = partition.log.lock().end_offset_for_epoch(p.leader_epoch);
+                    let (epoch, end_offset) =
+                        partition.log.lock().end_offset_for_epoch(p.leader_epoch);
                     EpochEndOffset::default()
                         .with_partition(p.partition)
                         .with_leader_epoch(epoch)

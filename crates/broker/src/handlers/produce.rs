@@ -23,7 +23,11 @@ fn error(index: i32, code: i16, message: &str) -> PartitionProduceResponse {
         .with_error_message((!message.is_empty()).then(|| str_bytes(message)))
 }
 
-pub async fn handle(broker: &Arc<Broker>, request: ProduceRequest, version: i16) -> ProduceResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: ProduceRequest,
+    version: i16,
+) -> ProduceResponse {
     let acks = request.acks;
     let acks_valid = matches!(acks, -1..=1);
     let mut topics = Vec::with_capacity(request.topic_data.len());
@@ -47,7 +51,11 @@ pub async fn handle(broker: &Arc<Broker>, request: ProduceRequest, version: i16)
                 continue;
             };
             let Some(records) = data.records else {
-                partitions.push(error(index, code::INVALID_RECORD, "Produce request without records"));
+                partitions.push(error(
+                    index,
+                    code::INVALID_RECORD,
+                    "Produce request without records",
+                ));
                 continue;
             };
             if version < 7 && uses_zstd(&records) {
@@ -65,7 +73,11 @@ pub async fn handle(broker: &Arc<Broker>, request: ProduceRequest, version: i16)
                     if needs_flush {
                         if let Err(e) = partition.wait_flushed(appended.last_offset + 1).await {
                             tracing::error!(topic = %name, partition = index, error = %e, "fsync failed");
-                            partitions.push(error(index, code::KAFKA_STORAGE_ERROR, &e.to_string()));
+                            partitions.push(error(
+                                index,
+                                code::KAFKA_STORAGE_ERROR,
+                                &e.to_string(),
+                            ));
                             continue;
                         }
                     }
@@ -89,7 +101,25 @@ pub async fn handle(broker: &Arc<Broker>, request: ProduceRequest, version: i16)
     if appended_any {
         broker.replicas.appended.notify_waiters();
     }
-    ProduceResponse::default().with_responses(topics)
+    fit_to_version(ProduceResponse::default().with_responses(topics), version)
+}
+
+/// Clears fields the negotiated version does not carry (the encoder rejects them).
+fn fit_to_version(mut response: ProduceResponse, version: i16) -> ProduceResponse {
+    for p in response
+        .responses
+        .iter_mut()
+        .flat_map(|t| t.partition_responses.iter_mut())
+    {
+        if version < 5 {
+            p.log_start_offset = -1;
+        }
+        if version < 8 {
+            p.error_message = None;
+            p.record_errors.clear();
+        }
+    }
+    response
 }
 
 /// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).

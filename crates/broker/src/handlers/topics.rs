@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
@@ -22,7 +24,11 @@ fn message(e: &ApiError) -> Option<kafka_protocol::protocol::StrBytes> {
 }
 
 /// Waits until `done(image)` holds or the timeout passes; returns whether it holds.
-async fn wait_for(broker: &Arc<Broker>, timeout_ms: i32, done: impl Fn(&MetadataImage) -> bool) -> bool {
+async fn wait_for(
+    broker: &Arc<Broker>,
+    timeout_ms: i32,
+    done: impl Fn(&MetadataImage) -> bool,
+) -> bool {
     let mut rx = broker.image.clone();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
     loop {
@@ -36,7 +42,11 @@ async fn wait_for(broker: &Arc<Broker>, timeout_ms: i32, done: impl Fn(&Metadata
     }
 }
 
-pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _version: i16) -> CreateTopicsResponse {
+pub async fn create_topics(
+    broker: &Arc<Broker>,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
     let requests: Vec<CreateTopicRequest> = request
         .topics
         .iter()
@@ -47,7 +57,12 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
             assignment: t
                 .assignments
                 .iter()
-                .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect()))
+                .map(|a| {
+                    (
+                        a.partition_index,
+                        a.broker_ids.iter().map(|b| b.0).collect(),
+                    )
+                })
                 .collect(),
             configs: t
                 .configs
@@ -56,7 +71,11 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
                 .collect(),
         })
         .collect();
-    let outcomes = match broker.controller.create_topics(requests, request.validate_only).await {
+    let outcomes = match broker
+        .controller
+        .create_topics(requests, request.validate_only)
+        .await
+    {
         Ok(outcomes) => outcomes,
         Err(e) => {
             let topics = request
@@ -69,7 +88,7 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
                         .with_error_message(message(&e))
                 })
                 .collect();
-            return CreateTopicsResponse::default().with_topics(topics);
+            return fit_create_topics(CreateTopicsResponse::default().with_topics(topics), version);
         }
     };
     let created: Vec<String> = outcomes
@@ -92,7 +111,9 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
     let topics = outcomes
         .into_iter()
         .map(|o| {
-            let result = CreatableTopicResult::default().with_name(topic_name(&o.name));
+            let result = CreatableTopicResult::default()
+                .with_name(topic_name(&o.name))
+                .with_error_message(None);
             match o.result {
                 Ok(created) => {
                     let timed_out = !request.validate_only && (request.timeout_ms <= 0 || !all_led);
@@ -110,7 +131,11 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
                         .collect();
                     result
                         .with_topic_id(created.topic_id)
-                        .with_error_code(if timed_out { code::REQUEST_TIMED_OUT } else { code::NONE })
+                        .with_error_code(if timed_out {
+                            code::REQUEST_TIMED_OUT
+                        } else {
+                            code::NONE
+                        })
                         .with_num_partitions(created.num_partitions)
                         .with_replication_factor(created.replication_factor)
                         .with_configs(Some(configs))
@@ -123,10 +148,30 @@ pub async fn create_topics(broker: &Arc<Broker>, request: CreateTopicsRequest, _
             }
         })
         .collect();
-    CreateTopicsResponse::default().with_topics(topics)
+    fit_create_topics(CreateTopicsResponse::default().with_topics(topics), version)
 }
 
-pub async fn delete_topics(broker: &Arc<Broker>, request: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+/// Clears fields the negotiated version does not carry (the encoder rejects them).
+fn fit_create_topics(mut response: CreateTopicsResponse, version: i16) -> CreateTopicsResponse {
+    for t in &mut response.topics {
+        if version < 7 {
+            t.topic_id = uuid::Uuid::nil();
+        }
+        if version < 5 {
+            t.num_partitions = -1;
+            t.replication_factor = -1;
+            t.configs = Some(Vec::new());
+            t.topic_config_error_code = 0;
+        }
+    }
+    response
+}
+
+pub async fn delete_topics(
+    broker: &Arc<Broker>,
+    request: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
     let mut refs: Vec<TopicRef> = request
         .topic_names
         .iter()
@@ -151,7 +196,10 @@ pub async fn delete_topics(broker: &Arc<Broker>, request: DeleteTopicsRequest, v
             })
             .collect(),
     };
-    let deleted: Vec<uuid::Uuid> = results.iter().filter_map(|r| r.2.as_ref().ok().copied()).collect();
+    let deleted: Vec<uuid::Uuid> = results
+        .iter()
+        .filter_map(|r| r.2.as_ref().ok().copied())
+        .collect();
     let gone = wait_for(broker, request.timeout_ms, |image| {
         deleted.iter().all(|id| image.topic_by_id(id).is_none())
     })
@@ -165,14 +213,25 @@ pub async fn delete_topics(broker: &Arc<Broker>, request: DeleteTopicsRequest, v
             });
             let out = DeletableTopicResult::default().with_name(name.as_deref().map(topic_name));
             match result {
-                Ok(id) => out
-                    .with_topic_id(id)
-                    .with_error_code(if gone { code::NONE } else { code::REQUEST_TIMED_OUT }),
+                Ok(id) => out.with_topic_id(id).with_error_code(if gone {
+                    code::NONE
+                } else {
+                    code::REQUEST_TIMED_OUT
+                }),
                 Err(e) => out.with_error_code(e.code).with_error_message(message(&e)),
             }
         })
         .collect();
-    DeleteTopicsResponse::default().with_responses(responses)
+    let mut response = DeleteTopicsResponse::default().with_responses(responses);
+    for r in &mut response.responses {
+        if version < 6 {
+            r.topic_id = uuid::Uuid::nil();
+        }
+        if version < 5 {
+            r.error_message = None;
+        }
+    }
+    response
 }
 
 pub async fn create_partitions(
@@ -186,13 +245,18 @@ pub async fn create_partitions(
         .map(|t| runnel_metadata::CreatePartitionsRequest {
             name: t.name.0.to_string(),
             count: t.count,
-            assignment: t
-                .assignments
-                .as_ref()
-                .map(|a| a.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect()),
+            assignment: t.assignments.as_ref().map(|a| {
+                a.iter()
+                    .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                    .collect()
+            }),
         })
         .collect();
-    let results = match broker.controller.create_partitions(requests, request.validate_only).await {
+    let results = match broker
+        .controller
+        .create_partitions(requests, request.validate_only)
+        .await
+    {
         Ok(results) => results,
         Err(e) => request
             .topics
@@ -203,14 +267,19 @@ pub async fn create_partitions(
     let grown: Vec<(String, i32)> = request
         .topics
         .iter()
-        .filter(|t| results.iter().any(|(n, r)| n == t.name.0.as_str() && r.is_ok()))
+        .filter(|t| {
+            results
+                .iter()
+                .any(|(n, r)| n == t.name.0.as_str() && r.is_ok())
+        })
         .map(|t| (t.name.0.to_string(), t.count))
         .collect();
     let all_led = request.validate_only
         || wait_for(broker, request.timeout_ms, |image| {
             grown.iter().all(|(name, count)| {
                 image.topic(name).is_some_and(|t| {
-                    t.partitions.len() as i32 >= *count && t.partitions.values().all(|p| p.leader >= 0)
+                    t.partitions.len() as i32 >= *count
+                        && t.partitions.values().all(|p| p.leader >= 0)
                 })
             })
         })
@@ -220,7 +289,11 @@ pub async fn create_partitions(
         .map(|(name, result)| {
             let out = CreatePartitionsTopicResult::default().with_name(topic_name(&name));
             match result {
-                Ok(()) => out.with_error_code(if all_led { code::NONE } else { code::REQUEST_TIMED_OUT }),
+                Ok(()) => out.with_error_code(if all_led {
+                    code::NONE
+                } else {
+                    code::REQUEST_TIMED_OUT
+                }),
                 Err(e) => out.with_error_code(e.code).with_error_message(message(&e)),
             }
         })

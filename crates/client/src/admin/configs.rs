@@ -2,8 +2,8 @@
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
-    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
+    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest,
+    DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -45,12 +45,18 @@ pub struct ConfigResource {
 impl ConfigResource {
     /// A topic resource.
     pub fn topic(name: impl Into<String>) -> Self {
-        Self { kind: ResourceType::Topic, name: name.into() }
+        Self {
+            kind: ResourceType::Topic,
+            name: name.into(),
+        }
     }
 
     /// A broker resource.
     pub fn broker(name: impl Into<String>) -> Self {
-        Self { kind: ResourceType::Broker, name: name.into() }
+        Self {
+            kind: ResourceType::Broker,
+            name: name.into(),
+        }
     }
 }
 
@@ -176,14 +182,20 @@ impl Admin {
     /// Broker resources must go to that broker; others to any node.
     async fn conn_for(&self, resource: &ConfigResource) -> Result<std::sync::Arc<Connection>> {
         match (resource.kind, resource.name.parse::<i32>()) {
-            (ResourceType::Broker | ResourceType::BrokerLogger, Ok(id)) => self.client.broker_connection(id).await,
+            (ResourceType::Broker | ResourceType::BrokerLogger, Ok(id)) => {
+                self.client.broker_connection(id).await
+            }
             _ => self.client.any_connection().await,
         }
     }
 
     /// Describes the configs of one resource (all keys for `None`), sorted by name, with
     /// synonyms.
-    pub async fn describe_configs(&self, resource: &ConfigResource, keys: Option<&[String]>) -> Result<Vec<ConfigEntry>> {
+    pub async fn describe_configs(
+        &self,
+        resource: &ConfigResource,
+        keys: Option<&[String]>,
+    ) -> Result<Vec<ConfigEntry>> {
         let mut res = DescribeConfigsResource::default();
         res.resource_type = resource.kind.code();
         res.resource_name = s(&resource.name);
@@ -193,13 +205,13 @@ impl Admin {
         req.include_synonyms = true;
         let resp = self
             .client
-            .retry("DescribeConfigs", || async { self.conn_for(resource).await?.send(&req).await })
+            .retry("DescribeConfigs", || async {
+                self.conn_for(resource).await?.send(&req).await
+            })
             .await?;
-        let result = resp
-            .results
-            .into_iter()
-            .next()
-            .ok_or_else(|| ClientError::Protocol("DescribeConfigs response without results".into()))?;
+        let result = resp.results.into_iter().next().ok_or_else(|| {
+            ClientError::Protocol("DescribeConfigs response without results".into())
+        })?;
         ClientError::check(result.error_code, result.error_message.as_deref())?;
         let mut entries: Vec<ConfigEntry> = result
             .configs
@@ -249,7 +261,9 @@ impl Admin {
         req.validate_only = validate_only;
         let resp = self
             .client
-            .retry("AlterConfigs", || async { self.conn_for(resource).await?.send(&req).await })
+            .retry("AlterConfigs", || async {
+                self.conn_for(resource).await?.send(&req).await
+            })
             .await?;
         for r in resp.responses {
             ClientError::check(r.error_code, r.error_message.as_deref())?;
@@ -287,7 +301,9 @@ impl Admin {
         req.validate_only = validate_only;
         let resp = self
             .client
-            .retry("IncrementalAlterConfigs", || async { self.conn_for(resource).await?.send(&req).await })
+            .retry("IncrementalAlterConfigs", || async {
+                self.conn_for(resource).await?.send(&req).await
+            })
             .await?;
         for r in resp.responses {
             ClientError::check(r.error_code, r.error_message.as_deref())?;
@@ -299,6 +315,8 @@ impl Admin {
     /// describe-and-merge).
     pub async fn supports_incremental_alter(&self) -> Result<bool> {
         let conn = self.client.any_connection().await?;
-        Ok(conn.broker_versions().supports(kafka_protocol::messages::ApiKey::IncrementalAlterConfigs))
+        Ok(conn
+            .broker_versions()
+            .supports(kafka_protocol::messages::ApiKey::IncrementalAlterConfigs))
     }
 }

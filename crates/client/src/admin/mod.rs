@@ -3,13 +3,17 @@
 
 mod cluster;
 mod configs;
-mod offsets;
+pub(crate) mod offsets;
 mod topics;
 
 use std::sync::Arc;
 
 pub use cluster::ClusterDescription;
-pub use configs::{AlterConfigOp, ConfigEntry, ConfigOpType, ConfigResource, ConfigSource, ConfigSynonym, ResourceType};
+pub use configs::{
+    AlterConfigOp, ConfigEntry, ConfigOpType, ConfigResource, ConfigSource, ConfigSynonym,
+    ResourceType,
+};
+pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
 pub use topics::{NewPartitions, NewTopic};
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId, DeleteRecordsRequest, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -59,7 +61,11 @@ type Tp = (String, i32);
 
 /// Runs `send` against the leader of each pending partition, grouped per leader, until every
 /// partition has a non-retriable answer or retries run out.
-async fn per_leader<Q: Clone, T, F, Fut>(client: &Client, items: Vec<(Tp, Q)>, send: F) -> Result<Vec<(Tp, Result<T>)>>
+async fn per_leader<Q: Clone, T, F, Fut>(
+    client: &Client,
+    items: Vec<(Tp, Q)>,
+    send: F,
+) -> Result<Vec<(Tp, Result<T>)>>
 where
     F: Fn(i32, Vec<(Tp, Q)>) -> Fut,
     Fut: Future<Output = Result<Vec<(Tp, Result<T>)>>>,
@@ -72,7 +78,11 @@ where
         let mut topics: Vec<String> = pending.iter().map(|((t, _), _)| t.clone()).collect();
         topics.sort();
         topics.dedup();
-        let meta = if attempt == 0 && topics.iter().all(|t| client.metadata().topics.contains_key(t)) {
+        let meta = if attempt == 0
+            && topics
+                .iter()
+                .all(|t| client.metadata().topics.contains_key(t))
+        {
             client.metadata()
         } else {
             client.refresh_metadata(Some(&topics)).await?
@@ -81,18 +91,15 @@ where
         let mut retry = Vec::new();
         for item in pending.drain(..) {
             let ((topic, partition), _) = &item;
-            match meta.topics.get(topic) {
-                None => done.push((item.0, Err(ClientError::kafka(3, Some(format!("topic '{topic}'")))))),
-                Some(t) => match t.partition(*partition) {
-                    None => done.push((
-                        item.0.clone(),
-                        Err(ClientError::kafka(3, Some(format!("{topic}-{partition}")))),
-                    )),
-                    Some(p) => match p.leader {
-                        Some(leader) => by_leader.entry(leader).or_default().push(item),
-                        None => retry.push((item, ClientError::kafka(5, None))),
-                    },
-                },
+            let leader = match meta.topics.get(topic).map(|t| t.partition(*partition)) {
+                None => Err(ClientError::kafka(3, Some(format!("topic '{topic}'")))),
+                Some(None) => Err(ClientError::kafka(3, Some(format!("{topic}-{partition}")))),
+                Some(Some(p)) => Ok(p.leader),
+            };
+            match leader {
+                Err(e) => done.push((item.0, Err(e))),
+                Ok(Some(leader)) => by_leader.entry(leader).or_default().push(item),
+                Ok(None) => retry.push((item, ClientError::kafka(5, None))),
             }
         }
         for (leader, group) in by_leader {
@@ -110,7 +117,11 @@ where
                         }
                     }
                 }
-                Err(e) if e.is_retriable() => retry.extend(originals.into_iter().map(|o| (o, ClientError::kafka(13, Some(e.to_string()))))),
+                Err(e) if e.is_retriable() => retry.extend(
+                    originals
+                        .into_iter()
+                        .map(|o| (o, ClientError::kafka(13, Some(e.to_string())))),
+                ),
                 Err(e) => return Err(e),
             }
         }
@@ -145,13 +156,22 @@ fn group_by_topic<Q>(items: Vec<(Tp, Q)>) -> Vec<(String, Vec<(i32, Q)>)> {
 }
 
 /// ListOffsets for many partitions; the core shared by [`Admin`] and the consumer.
-pub(crate) async fn list_offsets(client: &Client, queries: &[(String, i32, OffsetSpec)]) -> Result<ItemResults<Tp, ListedOffset>> {
-    let items = queries.iter().map(|(t, p, spec)| ((t.clone(), *p), *spec)).collect();
+pub(crate) async fn list_offsets(
+    client: &Client,
+    queries: &[(String, i32, OffsetSpec)],
+) -> Result<ItemResults<Tp, ListedOffset>> {
+    let items = queries
+        .iter()
+        .map(|(t, p, spec)| ((t.clone(), *p), *spec))
+        .collect();
     per_leader(client, items, |leader, group| async move {
         let conn = client.broker_connection(leader).await?;
         let version = conn.negotiated::<ListOffsetsRequest>()?;
         if version < 7 && group.iter().any(|(_, s)| *s == OffsetSpec::MaxTimestamp) {
-            return Err(ClientError::kafka(35, Some("max-timestamp offsets need ListOffsets v7".into())));
+            return Err(ClientError::kafka(
+                35,
+                Some("max-timestamp offsets need ListOffsets v7".into()),
+            ));
         }
         let mut req = ListOffsetsRequest::default();
         req.replica_id = BrokerId(-1);
@@ -172,7 +192,9 @@ pub(crate) async fn list_offsets(client: &Client, queries: &[(String, i32, Offse
                 t
             })
             .collect();
-        let resp = conn.send_at(&req, version, client.config().connection.request_timeout).await?;
+        let resp = conn
+            .send_at(&req, version, client.config().connection.request_timeout)
+            .await?;
         let mut out = Vec::new();
         for t in resp.topics {
             let topic = t.name.0.to_string();
@@ -195,7 +217,10 @@ pub(crate) async fn list_offsets(client: &Client, queries: &[(String, i32, Offse
 
 impl Admin {
     /// Looks up offsets (earliest, latest, max timestamp, by timestamp) per partition.
-    pub async fn list_offsets(&self, queries: &[(String, i32, OffsetSpec)]) -> Result<ItemResults<(String, i32), ListedOffset>> {
+    pub async fn list_offsets(
+        &self,
+        queries: &[(String, i32, OffsetSpec)],
+    ) -> Result<ItemResults<(String, i32), ListedOffset>> {
         list_offsets(&self.client, queries).await
     }
 
@@ -207,7 +232,10 @@ impl Admin {
         timeout: Duration,
     ) -> Result<ItemResults<(String, i32), i64>> {
         let client = &self.client;
-        let items = requests.iter().map(|(t, p, o)| ((t.clone(), *p), *o)).collect();
+        let items = requests
+            .iter()
+            .map(|(t, p, o)| ((t.clone(), *p), *o))
+            .collect();
         let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
         per_leader(client, items, |leader, group| async move {
             let conn = client.broker_connection(leader).await?;

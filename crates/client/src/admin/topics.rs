@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
@@ -33,7 +35,12 @@ pub struct NewTopic {
 impl NewTopic {
     /// A topic with `partitions` partitions and replication factor `rf`.
     pub fn new(name: impl Into<String>, partitions: i32, rf: i16) -> Self {
-        Self { name: name.into(), num_partitions: partitions, replication_factor: rf, ..Self::default() }
+        Self {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: rf,
+            ..Self::default()
+        }
     }
 }
 
@@ -62,7 +69,10 @@ fn timeout_ms(d: Duration) -> i32 {
 
 /// NOT_CONTROLLER on every item means the request went to the wrong node: retry it whole.
 fn all_not_controller<K, T>(results: &ItemResults<K, T>) -> bool {
-    !results.is_empty() && results.iter().all(|(_, r)| matches!(r, Err(e) if e.code() == Some(41)))
+    !results.is_empty()
+        && results
+            .iter()
+            .all(|(_, r)| matches!(r, Err(e) if e.code() == Some(41)))
 }
 
 impl Admin {
@@ -133,7 +143,11 @@ impl Admin {
     }
 
     /// Deletes topics by name.
-    pub async fn delete_topics(&self, names: &[String], timeout: Duration) -> Result<ItemResults<String>> {
+    pub async fn delete_topics(
+        &self,
+        names: &[String],
+        timeout: Duration,
+    ) -> Result<ItemResults<String>> {
         let mut req = DeleteTopicsRequest::default();
         req.timeout_ms = timeout_ms(timeout);
         req.topic_names = names.iter().map(|n| name(n)).collect();
@@ -209,7 +223,10 @@ impl Admin {
 
     /// Topic names, sorted; internal topics only when `include_internal`.
     pub async fn list_topics(&self, include_internal: bool) -> Result<Vec<String>> {
-        let meta = self.client.retry("Metadata", || self.client.refresh_metadata(None)).await?;
+        let meta = self
+            .client
+            .retry("Metadata", || self.client.refresh_metadata(None))
+            .await?;
         Ok(meta
             .topics
             .values()
@@ -223,16 +240,23 @@ impl Admin {
     pub async fn describe_topics(&self, names: Option<&[String]>) -> Result<Vec<TopicInfo>> {
         let (meta, errors) = self
             .client
-            .retry("Metadata", || self.client.refresh_metadata_with_errors(names))
+            .retry("Metadata", || {
+                self.client.refresh_metadata_with_errors(names)
+            })
             .await?;
         if let Some(err) = errors.iter().find(|e| e.error_code != 5) {
-            return Err(ClientError::kafka(err.error_code, Some(format!("topic '{}'", err.name))));
+            return Err(ClientError::kafka(
+                err.error_code,
+                Some(format!("topic '{}'", err.name)),
+            ));
         }
         Ok(match names {
             None => meta.topics.values().cloned().collect(),
             Some(names) => {
-                let mut out: Vec<TopicInfo> =
-                    names.iter().filter_map(|n| meta.topics.get(n).cloned()).collect();
+                let mut out: Vec<TopicInfo> = names
+                    .iter()
+                    .filter_map(|n| meta.topics.get(n).cloned())
+                    .collect();
                 out.sort_by(|a, b| a.name.cmp(&b.name));
                 out
             }

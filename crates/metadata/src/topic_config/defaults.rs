@@ -33,7 +33,10 @@ impl From<BTreeMap<String, String>> for BrokerDefaults {
 impl BrokerDefaults {
     /// Defaults from the broker's static properties only.
     pub fn new(props: BTreeMap<String, String>) -> Self {
-        Self { props, ..Self::default() }
+        Self {
+            props,
+            ..Self::default()
+        }
     }
 
     /// The same static properties layered under the dynamic broker configs in `image`
@@ -42,7 +45,9 @@ impl BrokerDefaults {
         Self {
             props: self.props.clone(),
             dynamic_default: image.broker_configs(""),
-            dynamic_broker: broker_id.map(|id| image.broker_configs(&id.to_string())).unwrap_or_default(),
+            dynamic_broker: broker_id
+                .map(|id| image.broker_configs(&id.to_string()))
+                .unwrap_or_default(),
         }
     }
 
@@ -61,7 +66,9 @@ impl BrokerDefaults {
     /// where it comes from; Kafka's default if no synonym is set (or parses).
     pub fn resolve(&self, def: &TopicConfigDef) -> (String, ConfigSource) {
         for synonym in def.synonyms {
-            let Some((raw, source)) = self.get(synonym.name) else { continue };
+            let Some((raw, source)) = self.get(synonym.name) else {
+                continue;
+            };
             if synonym.multiplier == 1 {
                 return (raw.trim().to_string(), source);
             }
@@ -69,7 +76,11 @@ impl BrokerDefaults {
             // retention to -1 ("unlimited") whatever the unit.
             debug_assert_eq!(def.ty, ConfigType::Long);
             if let Ok(n) = raw.trim().parse::<i64>() {
-                let ms = if n < 0 { -1 } else { n.saturating_mul(synonym.multiplier) };
+                let ms = if n < 0 {
+                    -1
+                } else {
+                    n.saturating_mul(synonym.multiplier)
+                };
                 return (ms.to_string(), source);
             }
         }

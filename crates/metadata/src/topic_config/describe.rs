@@ -43,7 +43,10 @@ pub struct ConfigEntry {
 /// All topic configs (sorted by name) as a topic with `overrides` sees them on a broker with
 /// `defaults`. Overrides of keys Kafka does not know (never written by our controller, but a
 /// log could hold them) are listed too, so nothing stored is hidden.
-pub fn describe_topic_configs(overrides: &BTreeMap<String, String>, defaults: &BrokerDefaults) -> Vec<ConfigEntry> {
+pub fn describe_topic_configs(
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerDefaults,
+) -> Vec<ConfigEntry> {
     let mut entries: BTreeMap<&str, ConfigEntry> = BTreeMap::new();
     for def in TOPIC_CONFIGS {
         let (value, source) = match overrides.get(def.name) {

@@ -43,23 +43,35 @@ impl EffectiveTopicConfig {
 
     /// Whether the log is compacted (`compact` in the policy list).
     pub fn compacts(&self) -> bool {
-        self.cleanup_policy.split(',').any(|p| p.trim() == "compact")
+        self.cleanup_policy
+            .split(',')
+            .any(|p| p.trim() == "compact")
     }
 }
 
 /// Resolves one key to a typed value: override, broker synonym, Kafka default. A stored
 /// value that does not parse (it was validated before being committed, so this means a
 /// hand-edited log or a broker property typo) falls through to the next source.
-fn lookup(name: &str, overrides: &BTreeMap<String, String>, defaults: &BrokerDefaults) -> ConfigValue {
+fn lookup(
+    name: &str,
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerDefaults,
+) -> ConfigValue {
     let Some(def) = topic_config_def(name) else {
         debug_assert!(false, "effective config asks for unknown key {name}");
         return ConfigValue::String(String::new());
     };
-    let candidates = [overrides.get(name).cloned(), Some(defaults.resolve(def).0), Some(def.default.to_string())];
+    let candidates = [
+        overrides.get(name).cloned(),
+        Some(defaults.resolve(def).0),
+        Some(def.default.to_string()),
+    ];
     for candidate in candidates.into_iter().flatten() {
         match parse_value(def, &candidate) {
             Ok(v) => return v,
-            Err(e) => tracing::warn!(config = name, value = %candidate, error = %e, "ignoring invalid config value"),
+            Err(e) => {
+                tracing::warn!(config = name, value = %candidate, error = %e, "ignoring invalid config value")
+            }
         }
     }
     debug_assert!(false, "Kafka default of {name} does not validate");
@@ -102,7 +114,10 @@ fn double(name: &str, o: &BTreeMap<String, String>, d: &BrokerDefaults) -> f64 {
 }
 
 /// The effective config of a topic with `overrides` on a broker with `defaults`.
-pub fn effective_topic_config(overrides: &BTreeMap<String, String>, defaults: &BrokerDefaults) -> EffectiveTopicConfig {
+pub fn effective_topic_config(
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerDefaults,
+) -> EffectiveTopicConfig {
     let o = overrides;
     let d = defaults;
     // The validators guarantee these are non-negative (segment.bytes >= 14, index sizes >= 0).

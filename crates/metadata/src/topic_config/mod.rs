@@ -12,7 +12,7 @@ pub use defaults::BrokerDefaults;
 pub use describe::{describe_topic_configs, ConfigEntry, ConfigSource};
 pub use effective::{effective_topic_config, EffectiveTopicConfig};
 pub use keys::{
-    topic_config_def, topic_config_for_broker_property, ConfigType, Synonym, TopicConfigDef, Validator,
-    CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, TOPIC_CONFIGS,
+    topic_config_def, topic_config_for_broker_property, ConfigType, Synonym, TopicConfigDef,
+    Validator, CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, TOPIC_CONFIGS,
 };
 pub use validate::{parse_value, split_list, validate_topic_config, ConfigValue};

@@ -25,7 +25,10 @@ pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ApiError> {
 /// Parses and validates `value` for `def` (the error is already INVALID_CONFIG).
 pub fn parse_value(def: &TopicConfigDef, value: &str) -> Result<ConfigValue, ApiError> {
     let fail = |reason: String| {
-        ApiError::invalid_config(format!("Invalid value {value} for configuration {}: {reason}", def.name))
+        ApiError::invalid_config(format!(
+            "Invalid value {value} for configuration {}: {reason}",
+            def.name
+        ))
     };
     let parsed = parse_type(def.ty, value).map_err(fail)?;
     check(def.validator, &parsed).map_err(fail)?;
@@ -101,7 +104,9 @@ fn check(validator: Validator, v: &ConfigValue) -> Result<(), String> {
             _ => Ok(()),
         },
         Validator::ListOf(allowed) => match v {
-            ConfigValue::List(items) if items.is_empty() || items.iter().any(|i| !allowed.contains(&i.as_str())) => {
+            ConfigValue::List(items)
+                if items.is_empty() || items.iter().any(|i| !allowed.contains(&i.as_str())) =>
+            {
                 Err(format!("String must be one of: {}", allowed.join(", ")))
             }
             _ => Ok(()),
@@ -116,7 +121,9 @@ fn check(validator: Validator, v: &ConfigValue) -> Result<(), String> {
             None => Ok(()),
         },
         Validator::MessageFormatVersion => match v {
-            ConfigValue::String(s) if !is_version(s) => Err(format!("Version `{s}` is not a valid version")),
+            ConfigValue::String(s) if !is_version(s) => {
+                Err(format!("Version `{s}` is not a valid version"))
+            }
             _ => Ok(()),
         },
     }
@@ -127,8 +134,9 @@ fn check_throttled(items: &[String]) -> Result<(), String> {
         [] => true,
         [one] if one == "*" => true,
         _ => items.iter().all(|item| {
-            item.split_once(':')
-                .is_some_and(|(p, b)| p.trim().parse::<i32>().is_ok() && b.trim().parse::<i32>().is_ok())
+            item.split_once(':').is_some_and(|(p, b)| {
+                p.trim().parse::<i32>().is_ok() && b.trim().parse::<i32>().is_ok()
+            })
         }),
     };
     if ok {
@@ -146,8 +154,14 @@ fn is_version(s: &str) -> bool {
     };
     let numbers_ok = {
         let parts: Vec<&str> = numbers.split('.').collect();
-        (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        (2..=3).contains(&parts.len())
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
     };
-    let iv_ok = iv.is_none_or(|iv| iv.strip_prefix("IV").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())));
+    let iv_ok = iv.is_none_or(|iv| {
+        iv.strip_prefix("IV")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
     numbers_ok && iv_ok
 }

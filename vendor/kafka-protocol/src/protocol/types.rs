@@ -985,7 +985,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut result = Vec::with_capacity((n as usize).min(buf.remaining()));
+                let mut result = Vec::with_capacity((n as usize).min(bytes::Buf::remaining(buf)));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1093,7 +1093,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut result = Vec::with_capacity(((n - 1) as usize).min(buf.remaining()));
+                let mut result = Vec::with_capacity(((n - 1) as usize).min(bytes::Buf::remaining(buf)));
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }

@@ -1,0 +1,291 @@
+//! The producer's background sender: drains ready batches, groups them per leader into
+//! Produce requests (bounded by `max.request.size`, `max.in.flight` per broker), and completes
+//! or retries each batch from the per-partition results.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::Compression;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::accumulator::{Batch, BatchOutcome};
+use super::{duplicate, Inner};
+use crate::error::ClientError;
+use crate::records::{encode_batch, ProducerStamp};
+
+/// One partition's Produce answer: error code, message, base offset, log append time.
+type PartitionResult = (i16, Option<String>, i64, i64);
+
+/// Runs until the producer is closed and nothing is outstanding.
+pub(crate) async fn run(inner: Arc<Inner>) {
+    loop {
+        let force =
+            inner.flushing.load(Ordering::SeqCst) > 0 || inner.closed.load(Ordering::SeqCst);
+        let now = Instant::now();
+        let (ready, next) = inner.lock_accumulator().drain(
+            now,
+            inner.config.linger,
+            force,
+            inner.identity.is_some(),
+        );
+        if ready.is_empty() {
+            if inner.closed.load(Ordering::SeqCst) && inner.lock_accumulator().outstanding == 0 {
+                return;
+            }
+            let wait = next.map_or(Duration::from_millis(100), |at| {
+                at.saturating_duration_since(now)
+            });
+            let wait = if force {
+                wait.min(Duration::from_millis(10))
+            } else {
+                wait
+            };
+            tokio::select! {
+                _ = inner.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+            continue;
+        }
+        dispatch(&inner, ready).await;
+    }
+}
+
+/// Groups batches per leader and spawns one request per group (split by size).
+async fn dispatch(inner: &Arc<Inner>, ready: Vec<Batch>) {
+    let meta = inner.client.metadata();
+    let mut by_leader: BTreeMap<i32, Vec<Batch>> = BTreeMap::new();
+    let mut leaderless = Vec::new();
+    for batch in ready {
+        match meta.leader_for(&batch.topic, batch.partition) {
+            Some(leader) => by_leader.entry(leader).or_default().push(batch),
+            None => leaderless.push(batch),
+        }
+    }
+    if !leaderless.is_empty() {
+        let err = ClientError::kafka(5, Some("no leader known for the partition".into()));
+        retry_or_fail(inner, leaderless, &err);
+    }
+    for (leader, batches) in by_leader {
+        let mut request: Vec<Batch> = Vec::new();
+        let mut bytes = 0usize;
+        for batch in batches {
+            if !request.is_empty() && bytes + batch.bytes > inner.config.max_request_size {
+                spawn_request(inner, leader, std::mem::take(&mut request)).await;
+                bytes = 0;
+            }
+            bytes += batch.bytes;
+            request.push(batch);
+        }
+        if !request.is_empty() {
+            spawn_request(inner, leader, request).await;
+        }
+    }
+}
+
+fn in_flight_slots(inner: &Inner, leader: i32) -> Arc<Semaphore> {
+    let mut map = inner.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(leader)
+        .or_insert_with(|| Arc::new(Semaphore::new(inner.config.max_in_flight)))
+        .clone()
+}
+
+/// Waits for an in-flight slot (this is the producer's back-pressure towards the sender
+/// loop: while slots are busy, batches keep filling up) and spawns the request.
+async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
+    let slots = in_flight_slots(inner, leader);
+    let Ok(permit) = slots.acquire_owned().await else {
+        return;
+    };
+    tokio::spawn(send_request(inner.clone(), leader, batches, permit));
+}
+
+async fn send_request(
+    inner: Arc<Inner>,
+    leader: i32,
+    mut batches: Vec<Batch>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let conn = match inner.client.broker_connection(leader).await {
+        Ok(conn) => conn,
+        Err(e) => return retry_or_fail(&inner, batches, &e),
+    };
+    let version = match conn.negotiated::<ProduceRequest>() {
+        Ok(v) => v,
+        Err(e) => return fail_all(&inner, batches, &e),
+    };
+    if inner.config.compression == Compression::Zstd && version < 7 {
+        let e = ClientError::kafka(
+            76,
+            Some(format!(
+                "zstd needs Produce v7+, the broker speaks v{version}"
+            )),
+        );
+        return fail_all(&inner, batches, &e);
+    }
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    for batch in batches.iter_mut() {
+        let records = match &batch.encoded {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let stamp = match (inner.identity, batch.base_sequence) {
+                    (Some(id), Some(seq)) => ProducerStamp {
+                        producer_id: id.id,
+                        producer_epoch: id.epoch,
+                        base_sequence: seq,
+                    },
+                    _ => ProducerStamp::none(),
+                };
+                let mut buf = BytesMut::with_capacity(batch.bytes + 128);
+                if let Err(e) =
+                    encode_batch(&batch.records, inner.config.compression, stamp, &mut buf)
+                {
+                    let batches = std::mem::take(&mut batches);
+                    return fail_all(&inner, batches, &e);
+                }
+                let bytes = buf.freeze();
+                batch.encoded = Some(bytes.clone());
+                bytes
+            }
+        };
+        let mut pd = PartitionProduceData::default();
+        pd.index = batch.partition;
+        pd.records = Some(records);
+        match topics
+            .iter_mut()
+            .find(|t| t.name.0.as_str() == &*batch.topic)
+        {
+            Some(t) => t.partition_data.push(pd),
+            None => {
+                let mut t = TopicProduceData::default();
+                t.name = TopicName(StrBytes::from_string(batch.topic.to_string()));
+                t.partition_data.push(pd);
+                topics.push(t);
+            }
+        }
+    }
+    let mut req = ProduceRequest::default();
+    req.acks = inner.config.acks;
+    req.timeout_ms = i32::try_from(inner.config.request_timeout.as_millis()).unwrap_or(i32::MAX);
+    req.topic_data = topics;
+
+    if inner.config.acks == 0 {
+        match conn.send_no_response(&req, version).await {
+            Ok(()) => {
+                for b in batches {
+                    complete(&inner, b, Ok((-1, -1)));
+                }
+            }
+            Err(e) => retry_or_fail(&inner, batches, &e),
+        }
+        return;
+    }
+
+    let rpc_timeout = inner.config.request_timeout + Duration::from_secs(5);
+    let resp = match conn.send_at(&req, version, rpc_timeout).await {
+        Ok(resp) => resp,
+        Err(e) => return retry_or_fail(&inner, batches, &e),
+    };
+    let mut results: HashMap<(String, i32), PartitionResult> = HashMap::new();
+    for t in resp.responses {
+        let topic = t.name.0.to_string();
+        for p in t.partition_responses {
+            results.insert(
+                (topic.clone(), p.index),
+                (
+                    p.error_code,
+                    p.error_message.map(|m| m.to_string()),
+                    p.base_offset,
+                    p.log_append_time_ms,
+                ),
+            );
+        }
+    }
+    let mut retry = Vec::new();
+    let mut refresh_topics: Vec<String> = Vec::new();
+    for batch in batches {
+        let key = (batch.topic.to_string(), batch.partition);
+        match results.remove(&key) {
+            Some((0, _, base, append_time)) => complete(&inner, batch, Ok((base, append_time))),
+            // The broker already has this batch (an earlier attempt landed): success.
+            Some((46, _, _, _)) if inner.identity.is_some() => {
+                complete(&inner, batch, Ok((-1, -1)))
+            }
+            Some((code, message, _, _)) => {
+                let err = ClientError::kafka(code, message);
+                if err.needs_metadata_refresh() && !refresh_topics.contains(&key.0) {
+                    refresh_topics.push(key.0.clone());
+                }
+                retry.push((batch, err));
+            }
+            None => {
+                let err = ClientError::Protocol(format!(
+                    "no result for {}-{} in the Produce response",
+                    key.0, key.1
+                ));
+                complete(&inner, batch, Err(Arc::new(err)));
+            }
+        }
+    }
+    if !refresh_topics.is_empty() {
+        if let Err(e) = inner.client.refresh_metadata(Some(&refresh_topics)).await {
+            tracing::debug!(error = %e, "metadata refresh after produce error failed");
+        }
+    }
+    for (batch, err) in retry {
+        retry_or_fail(&inner, vec![batch], &err);
+    }
+}
+
+/// Requeues retriable failures (with backoff) while attempts remain; fails the rest.
+fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
+    let retriable = err.is_retriable() || (inner.identity.is_some() && err.code() == Some(45));
+    if err.needs_metadata_refresh() {
+        let client = inner.client.clone();
+        let topics: Vec<String> = batches.iter().map(|b| b.topic.to_string()).collect();
+        tokio::spawn(async move {
+            let _ = client.refresh_metadata(Some(&topics)).await;
+        });
+    }
+    let mut acc = inner.lock_accumulator();
+    let mut failed = Vec::new();
+    for mut batch in batches {
+        if retriable && batch.attempts < inner.config.retries {
+            batch.attempts += 1;
+            let backoff =
+                inner.config.retry_backoff * 2u32.saturating_pow(batch.attempts.min(5) - 1);
+            batch.retry_after = Some(Instant::now() + backoff.min(Duration::from_secs(1)));
+            tracing::debug!(topic = %batch.topic, partition = batch.partition, attempt = batch.attempts, error = %err, "retrying batch");
+            acc.requeue(batch);
+        } else {
+            failed.push(batch);
+        }
+    }
+    drop(acc);
+    inner.wake.notify_one();
+    for batch in failed {
+        complete(inner, batch, Err(Arc::new(duplicate(err))));
+    }
+}
+
+fn fail_all(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
+    for batch in batches {
+        complete(inner, batch, Err(Arc::new(duplicate(err))));
+    }
+}
+
+/// Publishes the outcome to every record's future and releases the batch's buffer bytes.
+fn complete(inner: &Inner, batch: Batch, outcome: BatchOutcome) {
+    batch.result.send_replace(Some(outcome));
+    inner.buffer.add_permits(batch.bytes);
+    let mut acc = inner.lock_accumulator();
+    acc.outstanding = acc.outstanding.saturating_sub(1);
+    if acc.outstanding == 0 {
+        inner.idle.notify_waiters();
+    }
+}

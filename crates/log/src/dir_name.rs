@@ -1,0 +1,53 @@
+//! Partition directory names: `<topic>-<partition>`, and the `-delete` / `-future` forms.
+//! Topic names may contain `-` and `.`, so the partition is what follows the LAST `-`.
+
+/// Parses `<topic>-<partition>`; `None` for anything else (including `-delete`/`-future` dirs).
+pub fn parse_partition_dir(name: &str) -> Option<(String, i32)> {
+    let (topic, partition) = name.rsplit_once('-')?;
+    if topic.is_empty() || partition.is_empty() || !partition.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let partition: i32 = partition.parse().ok()?;
+    Some((topic.to_string(), partition))
+}
+
+/// `<topic>-<partition>`.
+pub fn partition_dir_name(topic: &str, partition: i32) -> String {
+    format!("{topic}-{partition}")
+}
+
+/// `<topic>-<partition>.<uuid-simple>-delete`: the name a deleted partition is renamed to.
+pub fn delete_dir_name(topic: &str, partition: i32, uuid: uuid::Uuid) -> String {
+    format!("{topic}-{partition}.{}-delete", uuid.simple())
+}
+
+/// True for directories of deleted partitions awaiting removal.
+pub fn is_delete_dir(name: &str) -> bool {
+    name.ends_with("-delete")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_dashes_and_dots() {
+        assert_eq!(parse_partition_dir("orders-0"), Some(("orders".into(), 0)));
+        assert_eq!(
+            parse_partition_dir("my-topic.v2-17"),
+            Some(("my-topic.v2".into(), 17))
+        );
+        assert_eq!(parse_partition_dir("a--3"), Some(("a-".into(), 3)));
+        assert_eq!(parse_partition_dir("orders"), None);
+        assert_eq!(parse_partition_dir("-3"), None);
+        assert_eq!(parse_partition_dir("t-"), None);
+        assert_eq!(parse_partition_dir("t--1"), Some(("t-".into(), 1)));
+        assert_eq!(parse_partition_dir("t-99999999999"), None);
+        let d = delete_dir_name("my-topic", 2, uuid::Uuid::nil());
+        assert_eq!(d, "my-topic-2.00000000000000000000000000000000-delete");
+        assert!(is_delete_dir(&d));
+        assert_eq!(parse_partition_dir(&d), None);
+        assert_eq!(parse_partition_dir("t-0.abc-future"), None);
+        assert_eq!(partition_dir_name("my-topic.v2", 17), "my-topic.v2-17");
+    }
+}

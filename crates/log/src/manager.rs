@@ -1,0 +1,326 @@
+//! [`LogManager`]: every partition log of one log directory, its checkpoints and the
+//! clean-shutdown marker (spec J.1, J.5).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::checkpoint::{self, sync_dir, OffsetCheckpoint};
+use crate::config::LogConfig;
+use crate::dir_name::{delete_dir_name, is_delete_dir, parse_partition_dir, partition_dir_name};
+use crate::error::LogError;
+use crate::partition_log::{PartitionLog, RecoveryHint};
+use crate::partition_metadata;
+
+/// A partition log shared between request handlers; hold the lock only briefly.
+pub type SharedLog = Arc<Mutex<PartitionLog>>;
+
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
+
+struct Entry {
+    log: SharedLog,
+    topic_id: Option<uuid::Uuid>,
+}
+
+/// All partition logs of one log directory. Thread-safe: every method takes `&self`.
+pub struct LogManager {
+    dir: PathBuf,
+    default_config: LogConfig,
+    logs: Mutex<BTreeMap<(String, i32), Entry>>,
+    /// Serialises checkpoint writers (they share the `.tmp` names).
+    checkpoint_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for LogManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogManager")
+            .field("dir", &self.dir)
+            .field("partitions", &self.partitions().len())
+            .finish()
+    }
+}
+
+/// Reads an offsets checkpoint; an unreadable one is ignored (the safe defaults mean full
+/// recovery and HW 0) rather than keeping the broker from starting.
+fn read_checkpoint_lenient(path: &Path) -> OffsetCheckpoint {
+    checkpoint::read_offsets(path).unwrap_or_else(|e| {
+        tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable checkpoint");
+        OffsetCheckpoint::new()
+    })
+}
+
+/// Topic names become directory names: refuse anything that could leave the log dir.
+fn check_topic_name(topic: &str, partition: i32) -> Result<(), LogError> {
+    let bad = topic.is_empty()
+        || topic == "."
+        || topic == ".."
+        || topic.contains(['/', '\\', '\0'])
+        || partition < 0;
+    if bad {
+        return Err(LogError::InvalidDirName(format!("{topic}-{partition}")));
+    }
+    Ok(())
+}
+
+impl LogManager {
+    /// Opens the log directory (creating it if missing): detects and removes the clean-shutdown
+    /// marker (absent => every log recovers after its recovery point), reads the checkpoints,
+    /// opens every `<topic>-<partition>` directory and removes leftover `*-delete` ones.
+    pub fn open(dir: PathBuf, default_config: LogConfig) -> Result<LogManager, LogError> {
+        fs::create_dir_all(&dir)?;
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean_shutdown = marker.exists();
+        if clean_shutdown {
+            fs::remove_file(&marker)?;
+            sync_dir(&dir)?;
+        }
+        let recovery_points = read_checkpoint_lenient(&dir.join(RECOVERY_POINT_CHECKPOINT));
+        let log_starts = read_checkpoint_lenient(&dir.join(LOG_START_CHECKPOINT));
+        let high_watermarks = read_checkpoint_lenient(&dir.join(HIGH_WATERMARK_CHECKPOINT));
+        let mut logs = BTreeMap::new();
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_delete_dir(name) {
+                if let Err(e) = fs::remove_dir_all(entry.path()) {
+                    tracing::warn!(dir = name, error = %e, "could not remove deleted partition");
+                }
+                continue;
+            }
+            let Some(key) = parse_partition_dir(name) else {
+                continue;
+            };
+            let hint = RecoveryHint {
+                recovery_point: recovery_points.get(&key).copied().unwrap_or(0),
+                log_start_offset: log_starts.get(&key).copied().unwrap_or(0),
+                high_watermark: high_watermarks.get(&key).copied().unwrap_or(0),
+                clean_shutdown,
+            };
+            let log = PartitionLog::open(entry.path(), default_config.clone(), hint)?;
+            let topic_id = partition_metadata::read(&entry.path())?;
+            logs.insert(
+                key,
+                Entry {
+                    log: Arc::new(Mutex::new(log)),
+                    topic_id,
+                },
+            );
+        }
+        tracing::info!(dir = %dir.display(), partitions = logs.len(), clean_shutdown, "log dir opened");
+        Ok(LogManager {
+            dir,
+            default_config,
+            logs: Mutex::new(logs),
+            checkpoint_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn default_config(&self) -> &LogConfig {
+        &self.default_config
+    }
+
+    pub fn get(&self, topic: &str, partition: i32) -> Option<SharedLog> {
+        self.logs
+            .lock()
+            .get(&(topic.to_string(), partition))
+            .map(|e| Arc::clone(&e.log))
+    }
+
+    /// The topic id recorded in the partition's `partition.metadata`, if any.
+    pub fn topic_id(&self, topic: &str, partition: i32) -> Option<uuid::Uuid> {
+        self.logs
+            .lock()
+            .get(&(topic.to_string(), partition))
+            .and_then(|e| e.topic_id)
+    }
+
+    /// Returns the partition's log, creating its directory and `partition.metadata` if missing.
+    /// An existing log gets `config` applied; an existing directory of another topic id is
+    /// [`LogError::InconsistentTopicId`] (delete it first).
+    pub fn get_or_create(
+        &self,
+        topic: &str,
+        partition: i32,
+        topic_id: uuid::Uuid,
+        config: LogConfig,
+    ) -> Result<SharedLog, LogError> {
+        check_topic_name(topic, partition)?;
+        let mut logs = self.logs.lock();
+        let key = (topic.to_string(), partition);
+        if let Some(entry) = logs.get_mut(&key) {
+            match entry.topic_id {
+                Some(found) if found != topic_id => {
+                    return Err(LogError::InconsistentTopicId {
+                        expected: topic_id,
+                        found,
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    partition_metadata::write(entry.log.lock().dir(), topic_id)?;
+                    entry.topic_id = Some(topic_id);
+                }
+            }
+            entry.log.lock().update_config(config);
+            return Ok(Arc::clone(&entry.log));
+        }
+        let path = self.dir.join(partition_dir_name(topic, partition));
+        let log = PartitionLog::open(path.clone(), config, RecoveryHint::new_log())?;
+        match partition_metadata::read(&path)? {
+            Some(found) if found != topic_id => {
+                return Err(LogError::InconsistentTopicId {
+                    expected: topic_id,
+                    found,
+                })
+            }
+            Some(_) => {}
+            None => partition_metadata::write(&path, topic_id)?,
+        }
+        sync_dir(&self.dir)?;
+        let shared = Arc::new(Mutex::new(log));
+        logs.insert(
+            key,
+            Entry {
+                log: Arc::clone(&shared),
+                topic_id: Some(topic_id),
+            },
+        );
+        Ok(shared)
+    }
+
+    /// Deletes a partition: the log is closed for writes, its directory renamed to
+    /// `<t>-<p>.<uuid>-delete` (atomic, survives a crash: `open` finishes the job), then removed.
+    pub fn delete(&self, topic: &str, partition: i32) -> Result<(), LogError> {
+        let Some(entry) = self.logs.lock().remove(&(topic.to_string(), partition)) else {
+            return Ok(());
+        };
+        let mut log = entry.log.lock();
+        log.abandon();
+        let from = log.dir().to_path_buf();
+        let to = self
+            .dir
+            .join(delete_dir_name(topic, partition, uuid::Uuid::new_v4()));
+        fs::rename(&from, &to)?;
+        sync_dir(&self.dir)?;
+        drop(log);
+        match fs::remove_dir_all(&to) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn partitions(&self) -> Vec<(String, i32)> {
+        self.logs.lock().keys().cloned().collect()
+    }
+
+    fn snapshot(&self) -> Vec<((String, i32), SharedLog)> {
+        self.logs
+            .lock()
+            .iter()
+            .map(|(k, e)| (k.clone(), Arc::clone(&e.log)))
+            .collect()
+    }
+
+    fn write_checkpoints(
+        &self,
+        offsets: &[((String, i32), i64, i64, i64)],
+    ) -> Result<(), LogError> {
+        let _guard = self.checkpoint_lock.lock();
+        let mut rp = OffsetCheckpoint::new();
+        let mut ls = OffsetCheckpoint::new();
+        let mut hw = OffsetCheckpoint::new();
+        for (key, r, l, h) in offsets {
+            rp.insert(key.clone(), *r);
+            ls.insert(key.clone(), *l);
+            hw.insert(key.clone(), *h);
+        }
+        checkpoint::write_offsets(&self.dir.join(RECOVERY_POINT_CHECKPOINT), &rp)?;
+        checkpoint::write_offsets(&self.dir.join(LOG_START_CHECKPOINT), &ls)?;
+        checkpoint::write_offsets(&self.dir.join(HIGH_WATERMARK_CHECKPOINT), &hw)?;
+        Ok(())
+    }
+
+    /// Writes `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+    /// `replication-offset-checkpoint` (HWs) for every partition.
+    pub fn checkpoint(&self) -> Result<(), LogError> {
+        let offsets: Vec<_> = self
+            .snapshot()
+            .into_iter()
+            .map(|(k, log)| {
+                let l = log.lock();
+                (
+                    k,
+                    l.recovery_point(),
+                    l.log_start_offset(),
+                    l.high_watermark(),
+                )
+            })
+            .collect();
+        self.write_checkpoints(&offsets)
+    }
+
+    /// Fsyncs every log with unflushed messages (the periodic `log.flush.interval.ms` job).
+    /// The fsync runs outside each log's lock.
+    pub fn flush_all(&self) -> Result<(), LogError> {
+        for (_, log) in self.snapshot() {
+            let target = {
+                let l = log.lock();
+                if l.is_closed() {
+                    continue;
+                }
+                l.flush_target()
+            };
+            target.sync()?;
+            log.lock().mark_flushed(target.up_to_offset());
+        }
+        Ok(())
+    }
+
+    /// Runs retention on every log; returns the number of segments deleted.
+    pub fn enforce_retention(&self, now_ms: i64) -> Result<usize, LogError> {
+        let mut deleted = 0;
+        for (_, log) in self.snapshot() {
+            let mut l = log.lock();
+            if !l.is_closed() {
+                deleted += l.enforce_retention(now_ms)?;
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Clean shutdown: flushes and closes every log (later writes fail with `Closed`), writes
+    /// the checkpoints, then `.kafka_cleanshutdown`, so the next open skips recovery.
+    pub fn shutdown(&self) -> Result<(), LogError> {
+        let mut offsets = Vec::new();
+        for (key, log) in self.snapshot() {
+            let mut l = log.lock();
+            l.close_in_place()?;
+            offsets.push((
+                key,
+                l.recovery_point(),
+                l.log_start_offset(),
+                l.high_watermark(),
+            ));
+        }
+        self.write_checkpoints(&offsets)?;
+        let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
+        fs::File::create(&marker)?.sync_all()?;
+        sync_dir(&self.dir)?;
+        Ok(())
+    }
+}

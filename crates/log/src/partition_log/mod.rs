@@ -1,0 +1,165 @@
+//! [`PartitionLog`]: one partition's log directory — an ordered list of segments, the leader
+//! epoch cache, and the offsets that frame them (log start, high watermark, recovery point).
+//!
+//! Split by concern: `open` (loading and recovery, J.5), `append`, `read` (fetch and offset
+//! lookups), `retention` (DeleteRecords, retention, J.6), `truncate` (follower truncation),
+//! `flush` (group commit and close).
+
+mod append;
+mod flush;
+mod open;
+mod read;
+mod retention;
+mod truncate;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::config::LogConfig;
+use crate::epoch_cache::LeaderEpochCache;
+use crate::error::LogError;
+use crate::segment::Segment;
+
+/// Result of an append: the offsets assigned and the batch timestamps seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// Largest `maxTimestamp` among the appended batches.
+    pub max_timestamp: i64,
+    /// Last offset of the (first) batch carrying `max_timestamp`.
+    pub offset_of_max_timestamp: i64,
+    pub log_start_offset: i64,
+}
+
+/// Result of a read: whole batches only, plus the offsets a Fetch response reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    pub records: bytes::Bytes,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+}
+
+/// What the log directory's checkpoints say about a partition, handed to [`PartitionLog::open`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryHint {
+    /// Everything below was fsynced: segments entirely below are trusted after a crash.
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    /// `.kafka_cleanshutdown` was present: no batch-by-batch recovery needed.
+    pub clean_shutdown: bool,
+}
+
+impl RecoveryHint {
+    /// A brand-new (or unknown) partition: recover everything, start at 0.
+    pub fn new_log() -> Self {
+        RecoveryHint {
+            recovery_point: 0,
+            log_start_offset: 0,
+            high_watermark: 0,
+            clean_shutdown: false,
+        }
+    }
+}
+
+/// One partition's log. Not internally synchronised: the broker wraps it in a mutex
+/// ([`crate::SharedLog`]).
+///
+/// Invariants: `segments` is non-empty and sorted by base offset; offsets are dense and
+/// strictly increasing across segments; the last segment is the active one (the only one
+/// appended to); `segments[0].base <= log_start <= high_watermark <= LEO` and
+/// `recovery_point <= LEO`.
+#[derive(Debug)]
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: Vec<Segment>,
+    log_start_offset: i64,
+    high_watermark: i64,
+    recovery_point: i64,
+    epochs: LeaderEpochCache,
+    /// `.deleted` files waiting for `file_delete_delay_ms`.
+    pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
+    closed: bool,
+}
+
+impl PartitionLog {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    /// LEO: the offset the next appended record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    /// Sets the HW, clamped to `[log_start, LEO]`.
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset());
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn update_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+    /// Bytes of all segment `.log` files.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+    pub fn num_segments(&self) -> usize {
+        self.segments.len()
+    }
+    /// Base offsets of the segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(Segment::base_offset).collect()
+    }
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Leader-epoch cache lookup for OffsetForLeaderEpoch (spec E.5): `(epoch, end offset)`,
+    /// `(-1, -1)` if unknown; as in Kafka, an epoch older than every entry answers
+    /// `(requested, first start offset)`.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs.latest_epoch()
+    }
+    /// The `(epoch, start offset)` entries of the leader-epoch cache.
+    pub fn epoch_entries(&self) -> Vec<(i32, i64)> {
+        self.epochs.entries().to_vec()
+    }
+
+    fn active(&self) -> &Segment {
+        // Invariant: never empty (open creates a segment, deletions roll first).
+        &self.segments[self.segments.len() - 1]
+    }
+    fn active_mut(&mut self) -> &mut Segment {
+        let n = self.segments.len();
+        &mut self.segments[n - 1]
+    }
+    fn ensure_open(&self) -> Result<(), LogError> {
+        if self.closed {
+            Err(LogError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+    /// Index of the segment that holds `offset` (the last with base <= offset).
+    fn segment_index_for(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .saturating_sub(1)
+    }
+}

@@ -1,0 +1,43 @@
+//! Follower truncation: removing the tail of the log.
+
+use super::PartitionLog;
+use crate::checkpoint::sync_dir;
+use crate::error::LogError;
+use crate::segment::Segment;
+
+impl PartitionLog {
+    /// Removes everything at and above `offset`. Whole batches only: if `offset` falls inside a
+    /// batch, that batch goes too and the LEO becomes its base offset (offsets stay dense and
+    /// the follower refetches from there). Below the first segment the log is emptied and
+    /// restarts at `offset`. HW, recovery point and the epoch cache follow.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        self.ensure_open()?;
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        if offset < self.segments[0].base_offset() {
+            let base = offset.max(0);
+            let fresh = Segment::create(&self.dir, base, self.config.max_index_bytes)?;
+            let removed: Vec<Segment> = std::mem::replace(&mut self.segments, vec![fresh]);
+            for seg in &removed {
+                self.schedule_delete(seg)?;
+            }
+            sync_dir(&self.dir)?;
+            self.log_start_offset = base;
+        } else {
+            let keep = self.segment_index_for(offset) + 1;
+            let removed: Vec<Segment> = self.segments.drain(keep..).collect();
+            for seg in &removed {
+                self.schedule_delete(seg)?;
+            }
+            let interval = self.config.index_interval_bytes;
+            self.active_mut().truncate_to(offset, interval)?;
+        }
+        let leo = self.log_end_offset();
+        self.log_start_offset = self.log_start_offset.min(leo);
+        self.high_watermark = self.high_watermark.clamp(self.log_start_offset, leo);
+        self.recovery_point = self.recovery_point.min(leo);
+        self.epochs.truncate_from_end(leo)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+//! CreatePartitions (API 37), spec C.4 with KRaft's messages: the count only grows; new
+//! partitions are placed by A.4 (or the cluster-aware policy) or taken from the request.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::create_topics::new_partition;
+use super::{no_usable_brokers, usable_brokers, Controller, MAX_PARTITIONS_PER_REQUEST};
+use crate::errors::ApiError;
+use crate::image::{MetadataImage, TopicImage};
+use crate::placement::{
+    add_partitions_assignment, add_partitions_cluster_aware, validate_manual_partition, BrokerLoad,
+    PlacementPolicy,
+};
+use crate::records::MetadataRecord;
+
+/// One topic of a CreatePartitions request: the new total `count`, and optionally one
+/// replica list per added partition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CreatePartitionsRequest {
+    pub name: String,
+    pub count: i32,
+    pub assignment: Option<Vec<Vec<i32>>>,
+}
+
+/// Per topic: the name as sent and the outcome.
+pub type CreatePartitionsResult = (String, Result<(), ApiError>);
+
+impl Controller {
+    /// CreatePartitions. Per topic: duplicate in the request (42), unknown topic (3), count
+    /// not an increase (37), too many (44), assignment count mismatch / bad replicas (39),
+    /// automatic placement (38 when the RF exceeds the usable brokers).
+    pub fn create_partitions(
+        &mut self,
+        image: &MetadataImage,
+        requests: &[CreatePartitionsRequest],
+        validate_only: bool,
+    ) -> (Vec<CreatePartitionsResult>, Vec<MetadataRecord>) {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for r in requests {
+            *counts.entry(r.name.as_str()).or_default() += 1;
+        }
+        let mut load = (self.config.placement == PlacementPolicy::ClusterAware)
+            .then(|| BrokerLoad::from_image(image));
+        let mut results = Vec::with_capacity(requests.len());
+        let mut records = Vec::new();
+        for req in requests {
+            let result = if counts[req.name.as_str()] > 1 {
+                Err(ApiError::invalid_request("Duplicate topic name."))
+            } else {
+                self.plan_partitions(image, req, load.as_ref())
+            };
+            let result = result.map(|(topic, added)| {
+                if !validate_only {
+                    if let Some(load) = load.as_mut() {
+                        added.values().for_each(|r| load.add(r));
+                    }
+                    records.extend(
+                        added
+                            .into_iter()
+                            .map(|(p, replicas)| new_partition(topic.id, p, replicas)),
+                    );
+                }
+            });
+            results.push((req.name.clone(), result));
+        }
+        (results, records)
+    }
+
+    fn plan_partitions<'a>(
+        &mut self,
+        image: &'a MetadataImage,
+        req: &CreatePartitionsRequest,
+        load: Option<&BrokerLoad>,
+    ) -> Result<(&'a TopicImage, BTreeMap<i32, Vec<i32>>), ApiError> {
+        let topic = image.topic(&req.name).ok_or_else(|| {
+            ApiError::unknown_topic_or_partition("This server does not host this topic-partition.")
+        })?;
+        let current = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
+        if req.count == current {
+            return Err(ApiError::invalid_partitions(format!(
+                "Topic already has {current} partition(s)."
+            )));
+        }
+        if req.count < current {
+            return Err(ApiError::invalid_partitions(format!(
+                "The topic {} currently has {current} partition(s); {} would not be an increase.",
+                req.name, req.count
+            )));
+        }
+        let additional = req.count - current;
+        if additional > MAX_PARTITIONS_PER_REQUEST {
+            return Err(ApiError::policy_violation(
+                "Excessively large number of partitions per request.",
+            ));
+        }
+        if let Some(lists) = &req.assignment {
+            if lists.len() != additional as usize {
+                return Err(ApiError::invalid_replica_assignment(format!(
+                    "Attempted to add {additional} additional partition(s), but only {} assignment(s) were specified.",
+                    lists.len()
+                )));
+            }
+        }
+        let existing: BTreeMap<i32, Vec<i32>> = topic
+            .partitions
+            .iter()
+            .map(|(p, part)| (*p, part.replicas.clone()))
+            .collect();
+        let rf = existing.get(&0).map(Vec::len).ok_or_else(|| {
+            ApiError::unknown_server_error(format!(
+                "Invalid state: topic {} appears to have no partitions.",
+                req.name
+            ))
+        })?;
+        let added = match &req.assignment {
+            Some(lists) => {
+                let registered: BTreeSet<i32> = image.brokers.keys().copied().collect();
+                let mut added = BTreeMap::new();
+                for (i, replicas) in lists.iter().enumerate() {
+                    validate_manual_partition(replicas, &registered, Some(rf))?;
+                    added.insert(current + i as i32, replicas.clone());
+                }
+                added
+            }
+            None => {
+                let rf32 = i32::try_from(rf).unwrap_or(i32::MAX);
+                if let Some(e) = no_usable_brokers(image, rf32) {
+                    return Err(e);
+                }
+                let brokers = usable_brokers(image);
+                match load {
+                    Some(load) => {
+                        add_partitions_cluster_aware(&existing, &brokers, req.count, load)?
+                    }
+                    None => {
+                        add_partitions_assignment(&existing, &brokers, req.count, &mut self.rng)?
+                    }
+                }
+            }
+        };
+        Ok((topic, added))
+    }
+}

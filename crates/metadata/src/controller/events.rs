@@ -1,0 +1,66 @@
+//! The bounded state-change log (Kafka's `state-change.log`), kept in memory so the broker
+//! can expose it and tests can assert on it.
+
+use std::collections::VecDeque;
+
+use crate::state_machine::StateChangeEvent;
+
+#[derive(Debug)]
+pub(super) struct EventLog {
+    events: VecDeque<StateChangeEvent>,
+    max: usize,
+    pub(super) epoch: i32,
+}
+
+pub(super) struct EventInput<'a> {
+    pub(super) now_ms: i64,
+    pub(super) topic: &'a str,
+    pub(super) partition: i32,
+    pub(super) replica: Option<i32>,
+    pub(super) from: &'a str,
+    pub(super) to: &'a str,
+    pub(super) detail: String,
+}
+
+impl EventLog {
+    pub(super) fn new(max: usize, epoch: i32) -> Self {
+        Self {
+            events: VecDeque::with_capacity(max.min(1024)),
+            max,
+            epoch,
+        }
+    }
+
+    pub(super) fn push(&mut self, e: EventInput<'_>) {
+        tracing::debug!(
+            controller_epoch = self.epoch,
+            topic = e.topic,
+            partition = e.partition,
+            replica = ?e.replica,
+            from = e.from,
+            to = e.to,
+            detail = %e.detail,
+            "state change"
+        );
+        if self.max == 0 {
+            return;
+        }
+        while self.events.len() >= self.max {
+            self.events.pop_front();
+        }
+        self.events.push_back(StateChangeEvent {
+            time_ms: e.now_ms,
+            controller_epoch: self.epoch,
+            topic: e.topic.to_string(),
+            partition: e.partition,
+            replica: e.replica,
+            from: e.from.to_string(),
+            to: e.to.to_string(),
+            detail: e.detail,
+        });
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &StateChangeEvent> {
+        self.events.iter()
+    }
+}

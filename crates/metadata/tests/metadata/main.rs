@@ -1,0 +1,10 @@
+//! Integration tests of runnel-metadata, one module per concern (one test binary, so the
+//! crate is linked once).
+
+mod common;
+mod configs;
+mod controller;
+mod image;
+mod placement;
+mod state_machine;
+mod validation;

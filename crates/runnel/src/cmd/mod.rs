@@ -1,0 +1,45 @@
+//! One module per subcommand, plus the helpers they share (connecting, error rendering).
+
+pub mod args;
+pub mod configs;
+pub mod consume;
+pub mod perf;
+pub mod produce;
+pub mod topic_id;
+pub mod topics;
+
+use std::sync::Arc;
+
+use runnel_client::{render_error, Client, ClientConfig, ClientError};
+
+/// Connects to the cluster named by `--bootstrap-server`.
+pub async fn connect(bootstrap: &str) -> anyhow::Result<Arc<Client>> {
+    let mut config = ClientConfig::new(bootstrap);
+    config.connection.client_id = "runnel-cli".into();
+    Ok(Client::connect(config).await?)
+}
+
+/// The single line printed for a failed command: Kafka's error name, the message and a hint
+/// when the cause is a broker error, otherwise the error chain.
+pub fn error_line(e: &anyhow::Error) -> String {
+    if let Some(client) = e.downcast_ref::<ClientError>() {
+        let line = render_error(client);
+        // Context added with `.context(...)` goes in front.
+        let outer = e.to_string();
+        if outer != client.to_string() {
+            return format!("{outer}: {line}");
+        }
+        return line;
+    }
+    for cause in e.chain() {
+        if let Some(client) = cause.downcast_ref::<ClientError>() {
+            return format!("{e}: {}", render_error(client));
+        }
+    }
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+    }
+    line.replace('\n', " ")
+}
