@@ -44,6 +44,8 @@ pub struct Appended {
     pub log_start_offset: i64,
     /// True when nothing was written because every batch was a retry of an appended one.
     pub duplicate: bool,
+    /// The broker time stamped on the batches (LogAppendTime topics), else -1.
+    pub log_append_time: i64,
 }
 
 /// Maps the effective topic configuration onto the log's settings.
@@ -104,6 +106,23 @@ impl Partition {
         let max = role.config.max_message_bytes.max(0) as usize;
         let headers = batch::validate_batches(records, max)
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        // LogAppendTime topics: the broker's clock replaces the producer's (a copy, because the
+        // CRC must change); every other topic stores the producer's bytes untouched.
+        let mut log_append_time = -1;
+        let stamped;
+        let records = if role.config.message_timestamp_type == "LogAppendTime" {
+            log_append_time = now_ms();
+            let mut copy = records.to_vec();
+            let mut at = 0;
+            for h in &headers {
+                batch::set_log_append_time(&mut copy[at..at + h.total_size()], log_append_time);
+                at += h.total_size();
+            }
+            stamped = copy;
+            &stamped[..]
+        } else {
+            records
+        };
         let mut log = self.log.lock();
         let mut producers = self.producers.lock();
         // Idempotence: decide for every batch before writing any of them.
@@ -127,6 +146,7 @@ impl Partition {
                 last_offset: first_offset + delta as i64,
                 log_start_offset: log.log_start_offset(),
                 duplicate: true,
+                log_append_time,
             });
         }
         let info: AppendInfo = log
@@ -143,6 +163,7 @@ impl Partition {
             last_offset: info.last_offset,
             log_start_offset: info.log_start_offset,
             duplicate: false,
+            log_append_time,
         })
     }
 
@@ -190,6 +211,13 @@ impl Partition {
         self.log.lock().mark_flushed(up_to);
         Ok(up_to)
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn record_producers(

@@ -218,7 +218,9 @@ fn spawn_housekeeping(
                 _ = checkpoint.tick() => {
                     let r = replicas.clone();
                     let _ = tokio::task::spawn_blocking(move || {
-                        if let Err(e) = r.logs().checkpoint() {
+                        // Flushing before the checkpoint moves the recovery point, so an
+                        // unclean restart only re-validates the last interval's data.
+                        if let Err(e) = r.logs().flush_all().and_then(|()| r.logs().checkpoint()) {
                             tracing::error!(error = %e, "writing checkpoints failed");
                         }
                     }).await;

@@ -259,6 +259,22 @@ pub fn patch_header(batch: &mut [u8], base_offset: i64, leader_epoch: i32) {
     batch[12..16].copy_from_slice(&leader_epoch.to_be_bytes());
 }
 
+/// Marks a whole batch as LogAppendTime with `now_ms` as its max timestamp (topic config
+/// `message.timestamp.type=LogAppendTime`). These fields are inside the CRC, so it is
+/// recomputed: the one case where the broker must touch covered bytes. `batch` must be one
+/// complete, validated batch.
+pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
+    assert!(
+        batch.len() >= RECORD_BATCH_OVERHEAD,
+        "batch shorter than its header"
+    );
+    let attributes = i16::from_be_bytes([batch[21], batch[22]]) | TIMESTAMP_TYPE_BIT;
+    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+    batch[35..43].copy_from_slice(&now_ms.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +302,16 @@ mod tests {
         let crc = crc32c::crc32c(&b[21..]);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         b
+    }
+
+    #[test]
+    fn log_append_time_keeps_the_batch_valid() {
+        let mut b = raw_batch(3, b"payload");
+        set_log_append_time(&mut b, 1234);
+        let h = BatchHeader::parse(&b).unwrap();
+        assert!(h.timestamp_type_is_log_append());
+        assert_eq!(h.max_timestamp, 1234);
+        verify_crc(&h, &b).unwrap();
     }
 
     #[test]

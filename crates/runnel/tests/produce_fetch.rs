@@ -261,3 +261,51 @@ fn idempotent_batch(pid: i64, epoch: i16, seq: i32, vals: &[&str]) -> Bytes {
     .unwrap();
     buf.freeze()
 }
+
+#[test]
+fn log_append_time_topics_stamp_the_broker_clock() {
+    use kafka_protocol::records::TimestampType;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic(
+            "stamped",
+            1,
+            1,
+            &[("message.timestamp.type", "LogAppendTime")]
+        )
+        .0,
+        0
+    );
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let req = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str("stamped")))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch(&[(None, "a"), (None, "b")], Compression::Gzip))),
+            ])]);
+    let resp: ProduceResponse = wire.call(ApiKey::Produce, 9, &req);
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0);
+    assert!(
+        p.log_append_time_ms >= before,
+        "response carries the append time"
+    );
+    let records = wire.fetch_all("stamped", 0, 0);
+    assert_eq!(
+        values(&records),
+        vec!["a", "b"],
+        "the re-stamped batch still decodes (CRC valid)"
+    );
+    assert!(records
+        .iter()
+        .all(|r| r.timestamp_type == TimestampType::LogAppend));
+}

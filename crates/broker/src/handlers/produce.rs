@@ -85,7 +85,7 @@ pub async fn handle(
                         PartitionProduceResponse::default()
                             .with_index(index)
                             .with_base_offset(appended.base_offset)
-                            .with_log_append_time_ms(-1)
+                            .with_log_append_time_ms(appended.log_append_time)
                             .with_log_start_offset(appended.log_start_offset),
                     );
                 }
