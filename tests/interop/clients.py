@@ -200,8 +200,9 @@ def kp_kwargs(bootstrap, **extra):
 
 def kp_consumer(bootstrap, **extra):
     from kafka import KafkaConsumer
-    return KafkaConsumer(**kp_kwargs(bootstrap, group_id=None, enable_auto_commit=False,
-                                     auto_offset_reset="earliest", **extra))
+    kw = dict(group_id=None, enable_auto_commit=False, auto_offset_reset="earliest")
+    kw.update(extra)
+    return KafkaConsumer(**kp_kwargs(bootstrap, **kw))
 
 
 def kp_partitions(consumer, topic, timeout=OP_TIMEOUT):

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use runnel_log::batch::{self, BatchHeader};
-use runnel_log::{AppendInfo, LogConfig, LogError, SharedLog};
+use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
 use runnel_metadata::EffectiveTopicConfig;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -69,13 +69,14 @@ pub fn log_config(c: &EffectiveTopicConfig) -> LogConfig {
 impl Partition {
     pub fn new(topic: String, index: i32, topic_id: Uuid, log: SharedLog, role: Role) -> Self {
         let flushed_to = log.lock().recovery_point();
+        let producers = rebuild_producer_state(&log.lock());
         Partition {
             topic,
             index,
             topic_id,
             log,
             role: RwLock::new(role),
-            producers: Mutex::new(ProducerStateTable::default()),
+            producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
             flushing: AtomicBool::new(false),
         }
@@ -211,6 +212,54 @@ impl Partition {
         self.log.lock().mark_flushed(up_to);
         Ok(up_to)
     }
+}
+
+/// How far back (in offsets) producer state is rebuilt from the log on open. Kafka keeps
+/// snapshots; rescanning the recent tail covers the retries that matter after a restart (a
+/// producer retries within its delivery timeout) at a bounded startup cost.
+const PRODUCER_STATE_SCAN_OFFSETS: i64 = 100_000;
+
+/// Replays idempotent batch headers from the log's tail so retries that straddle a restart are
+/// still recognised as duplicates.
+fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
+    let mut table = ProducerStateTable::default();
+    let leo = log.log_end_offset();
+    let mut offset = log
+        .log_start_offset()
+        .max(leo - PRODUCER_STATE_SCAN_OFFSETS);
+    while offset < leo {
+        let read = match log.read(offset, 4 << 20, leo, true) {
+            Ok(read) if !read.records.is_empty() => read,
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot rebuild producer state; duplicates across the restart may be appended");
+                break;
+            }
+        };
+        let mut rest = &read.records[..];
+        let before = offset;
+        while let Ok(h) = BatchHeader::parse(rest) {
+            if h.total_size() > rest.len() {
+                break;
+            }
+            if h.producer_id >= 0 && h.last_offset() >= offset {
+                let last = last_seq(h.base_sequence, h.record_count);
+                table.record(
+                    h.producer_id,
+                    h.producer_epoch,
+                    h.base_sequence,
+                    last,
+                    h.base_offset,
+                );
+            }
+            offset = offset.max(h.last_offset() + 1);
+            rest = &rest[h.total_size()..];
+        }
+        if offset == before {
+            break;
+        }
+    }
+    table
 }
 
 fn now_ms() -> i64 {

@@ -199,3 +199,43 @@ fn list_offset(wire: &mut Wire, topic: &str, timestamp: i64) -> i64 {
     assert_eq!(p.error_code, 0);
     p.offset
 }
+
+#[test]
+fn idempotent_retry_after_restart_is_still_a_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("idem-restart", 1, 1, &[]).0, 0);
+    let pid = 4242;
+    assert_eq!(
+        wire.produce(
+            "idem-restart",
+            0,
+            idempotent_batch(pid, 0, 0, &["a", "b"]),
+            -1
+        ),
+        (0, 0)
+    );
+    assert_eq!(
+        wire.produce("idem-restart", 0, idempotent_batch(pid, 0, 2, &["c"]), -1),
+        (0, 2)
+    );
+    assert!(broker.stop());
+    broker.restart();
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.produce("idem-restart", 0, idempotent_batch(pid, 0, 2, &["c"]), -1),
+        (0, 2),
+        "a retry across the restart is acknowledged with the original offset"
+    );
+    assert_eq!(
+        wire.produce("idem-restart", 0, idempotent_batch(pid, 0, 5, &["z"]), -1)
+            .0,
+        45,
+        "a gap is still detected after the restart"
+    );
+    assert_eq!(
+        values(&wire.fetch_all("idem-restart", 0, 0)),
+        vec!["a", "b", "c"]
+    );
+}

@@ -225,43 +225,6 @@ fn idempotent_retries_are_deduplicated_and_gaps_rejected() {
     assert_eq!(values(&wire.fetch_all("idem", 0, 0)), vec!["a", "b", "c"]);
 }
 
-fn idempotent_batch(pid: i64, epoch: i16, seq: i32, vals: &[&str]) -> Bytes {
-    use kafka_protocol::records::*;
-    let records: Vec<Record> = vals
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: seq + i as i32,
-            timestamp: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_millis() as i64,
-            key: None,
-            value: Some(Bytes::copy_from_slice(v.as_bytes())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
-}
-
 #[test]
 fn log_append_time_topics_stamp_the_broker_clock() {
     use kafka_protocol::records::TimestampType;
