@@ -107,6 +107,9 @@ impl Partition {
         let max = role.config.max_message_bytes.max(0) as usize;
         let headers = batch::validate_batches(records, max)
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        if role.config.message_timestamp_type != "LogAppendTime" {
+            check_timestamps(&headers, &role.config, now_ms())?;
+        }
         // LogAppendTime topics: the broker's clock replaces the producer's (a copy, because the
         // CRC must change); every other topic stores the producer's bytes untouched.
         let mut log_append_time = -1;
@@ -212,6 +215,35 @@ impl Partition {
         self.log.lock().mark_flushed(up_to);
         Ok(up_to)
     }
+}
+
+/// `message.timestamp.before.max.ms` / `after.max.ms` (KIP-937) against the batch's first and
+/// largest timestamps: records too far from the broker's clock get INVALID_TIMESTAMP.
+fn check_timestamps(
+    headers: &[BatchHeader],
+    config: &EffectiveTopicConfig,
+    now: i64,
+) -> Result<(), (i16, String)> {
+    for h in headers {
+        for ts in [h.base_timestamp, h.max_timestamp] {
+            if ts < 0 {
+                continue;
+            }
+            let too_old = now.saturating_sub(ts) > config.message_timestamp_before_max_ms;
+            let too_new = ts.saturating_sub(now) > config.message_timestamp_after_max_ms;
+            if too_old || too_new {
+                return Err((
+                    code::INVALID_TIMESTAMP,
+                    format!(
+                        "Timestamp {ts} is out of range: it must be within message.timestamp.before.max.ms={} \
+                         and message.timestamp.after.max.ms={} of the broker time {now}",
+                        config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How far back (in offsets) producer state is rebuilt from the log on open. Kafka keeps

@@ -272,3 +272,50 @@ fn log_append_time_topics_stamp_the_broker_clock() {
         .iter()
         .all(|r| r.timestamp_type == TimestampType::LogAppend));
 }
+
+#[test]
+fn timestamps_outside_the_topic_window_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic(
+            "window",
+            1,
+            1,
+            &[("message.timestamp.after.max.ms", "60000")]
+        )
+        .0,
+        0
+    );
+    let ok = batch(&[(None, "now")], Compression::None);
+    assert_eq!(wire.produce("window", 0, ok.clone(), 1), (0, 0));
+    // Move the batch's timestamps an hour into the future (fields are inside the CRC).
+    let mut future = BytesMut::from(&ok[..]);
+    let hour_ahead = i64::from_be_bytes(future[27..35].try_into().unwrap()) + 3_600_000;
+    future[27..35].copy_from_slice(&hour_ahead.to_be_bytes());
+    future[35..43].copy_from_slice(&hour_ahead.to_be_bytes());
+    let crc = crc32c_of(&future[21..]);
+    future[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(
+        wire.produce("window", 0, future.freeze(), 1).0,
+        32,
+        "INVALID_TIMESTAMP"
+    );
+}
+
+/// CRC-32C (Castagnoli), bitwise: enough for one test batch.
+fn crc32c_of(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
