@@ -114,6 +114,8 @@ class DeliveryLog:
 def ck_produce(bootstrap, topic, records, partition=None, timestamps=None, **conf):
     """Produce [(key, value)] with confluent-kafka, flush, and return the DeliveryLog.
 
+    `partition`: None (the partitioner decides), one partition, or one per record.
+
     Raises if any record was not acknowledged.
     """
     conf.setdefault("linger.ms", 5)
@@ -122,7 +124,9 @@ def ck_produce(bootstrap, topic, records, partition=None, timestamps=None, **con
     log = DeliveryLog()
     for i, (k, v) in enumerate(records):
         kwargs = {}
-        if partition is not None:
+        if isinstance(partition, (list, tuple)):
+            kwargs["partition"] = partition[i]
+        elif partition is not None:
             kwargs["partition"] = partition
         if timestamps is not None:
             kwargs["timestamp"] = timestamps[i]

@@ -57,16 +57,17 @@ def broker(_shared_broker, request, tmp_path_factory):
 
 @pytest.fixture
 def broker_factory(tmp_path, request):
-    """make(overrides={...}, data_dir=None) -> a started Broker with its own data dir."""
+    """make(overrides={...}, data_dir=None, extra_args=(), start=True) -> a Broker with its own
+    data dir, started unless start=False."""
     made = []
 
-    def make(overrides=None, data_dir=None, name=None):
+    def make(overrides=None, data_dir=None, name=None, extra_args=(), start=True):
         i = len(made)
         b = Broker(data_dir or tmp_path / f"data{i}", tmp_path / f"broker{i}.log",
-                   overrides=overrides, name=name or f"broker{i}")
+                   overrides=overrides, name=name or f"broker{i}", extra_args=extra_args)
         made.append(b)
         _use(request, b)
-        return b.start()
+        return b.start() if start else b
 
     yield make
     for b in made:

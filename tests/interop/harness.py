@@ -64,8 +64,9 @@ class Broker:
 
     _all: list["Broker"] = []
 
-    def __init__(self, data_dir, log_path, overrides=None, node_id=1, name="broker"):
+    def __init__(self, data_dir, log_path, overrides=None, node_id=1, name="broker", extra_args=()):
         self.data_dir = Path(data_dir)
+        self.extra_args = list(extra_args)
         self.log_path = Path(log_path)
         self.overrides = dict(overrides or {})
         self.node_id = node_id
@@ -88,6 +89,7 @@ class Broker:
             "--listen", "127.0.0.1:0",
             "--data-dir", str(self.data_dir),
         ]
+        args += self.extra_args
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
         return args

@@ -179,8 +179,8 @@ def test_time_retention_deletes_old_segments(broker_factory):
 
 @pytest.mark.parametrize("api_version", [(1, 0), (2, 1), (2, 8)])
 def test_kafka_python_pinned_protocol_versions(broker, api_version):
-    """kafka-python pinned to an older broker version uses older request versions
-    (e.g. (1, 0): Produce v5, Fetch v6, Metadata v5, ListOffsets v2)."""
+    """kafka-python pinned to an older Kafka release (api_version=...) sends the request
+    versions of that release instead of negotiating the newest ones."""
     from kafka import KafkaProducer
     t = create_topic(broker.bootstrap, unique_topic("pin"), 2)
     p = KafkaProducer(**kp_kwargs(broker.bootstrap, api_version=api_version, acks=1,

@@ -99,10 +99,22 @@ impl Partition {
         &self,
         records: &[u8],
         node_id: i32,
+        acks: i16,
     ) -> Result<Appended, (i16, String)> {
         let role = self.role();
         if role.leader != node_id {
             return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
+        }
+        // acks=all is refused before anything is written when the ISR is too small (spec E.4).
+        let min_isr = role.config.min_insync_replicas.max(1) as usize;
+        if acks == -1 && role.isr.len() < min_isr {
+            return Err((
+                code::NOT_ENOUGH_REPLICAS,
+                format!(
+                    "The in-sync replica set {:?} is smaller than min.insync.replicas={min_isr}",
+                    role.isr
+                ),
+            ));
         }
         let max = role.config.max_message_bytes.max(0) as usize;
         let headers = batch::validate_batches(records, max)

@@ -319,3 +319,31 @@ fn crc32c_of(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+#[test]
+fn acks_all_needs_min_insync_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic("strict", 1, 1, &[("min.insync.replicas", "2")])
+            .0,
+        0
+    );
+    let b = batch(&[(None, "x")], Compression::None);
+    assert_eq!(
+        wire.produce("strict", 0, b.clone(), -1).0,
+        19,
+        "NOT_ENOUGH_REPLICAS"
+    );
+    assert_eq!(
+        wire.produce("strict", 0, b, 1),
+        (0, 0),
+        "acks=1 ignores min.insync.replicas"
+    );
+    assert_eq!(
+        values(&wire.fetch_all("strict", 0, 0)),
+        vec!["x"],
+        "the refused write left nothing"
+    );
+}

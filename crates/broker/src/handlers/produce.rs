@@ -66,7 +66,7 @@ pub async fn handle(
                 ));
                 continue;
             }
-            match partition.append_as_leader(&records, broker.node_id) {
+            match partition.append_as_leader(&records, broker.node_id, acks) {
                 Ok(appended) => {
                     appended_any |= !appended.duplicate;
                     let needs_flush = !appended.duplicate && partition.needs_flush();
