@@ -119,6 +119,9 @@ impl Partition {
         let max = role.config.max_message_bytes.max(0) as usize;
         let headers = batch::validate_batches(records, max)
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        if role.config.compacts() {
+            check_keys_present(records, &headers)?;
+        }
         if role.config.message_timestamp_type != "LogAppendTime" {
             check_timestamps(&headers, &role.config, now_ms())?;
         }
@@ -253,6 +256,26 @@ fn check_timestamps(
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Compacted topics keep the last record per key, so a record without a key has no meaning
+/// there: Kafka rejects it with INVALID_RECORD. This decodes the batches (decompressing if
+/// needed) only to look at keys; the stored bytes remain the producer's.
+fn check_keys_present(records: &[u8], headers: &[BatchHeader]) -> Result<(), (i16, String)> {
+    let mut at = 0;
+    for h in headers {
+        let mut one = bytes::Bytes::copy_from_slice(&records[at..at + h.total_size()]);
+        at += h.total_size();
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut one)
+            .map_err(|e| (code::CORRUPT_MESSAGE, format!("cannot decode batch: {e}")))?;
+        if set.records.iter().any(|r| r.key.is_none()) {
+            return Err((
+                code::INVALID_RECORD,
+                "Compacted topic cannot accept message without key".to_string(),
+            ));
         }
     }
     Ok(())

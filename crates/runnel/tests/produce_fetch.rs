@@ -347,3 +347,23 @@ fn acks_all_needs_min_insync_replicas() {
         "the refused write left nothing"
     );
 }
+
+#[test]
+fn compacted_topics_refuse_records_without_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic("compacted", 1, 1, &[("cleanup.policy", "compact")])
+            .0,
+        0
+    );
+    let keyless = batch(&[(Some("k"), "a"), (None, "b")], Compression::Lz4);
+    assert_eq!(
+        wire.produce("compacted", 0, keyless, 1).0,
+        87,
+        "INVALID_RECORD"
+    );
+    let keyed = batch(&[(Some("k"), "a"), (Some("k"), "b")], Compression::Lz4);
+    assert_eq!(wire.produce("compacted", 0, keyed, 1), (0, 0));
+}
