@@ -1,0 +1,1 @@
+//! runnel-group
