@@ -9,10 +9,24 @@ use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
 use crate::controller_shell::ControllerHandle;
+use crate::group_manager::GroupHandle;
 use crate::replica_manager::ReplicaManager;
 
 /// Producer ids are taken from the controller in blocks, so InitProducerId rarely needs it.
 const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// Who sent a request: used for group member ids and DescribeGroups' client host.
+pub struct RequestContext {
+    pub client_id: String,
+    pub peer: std::net::SocketAddr,
+}
+
+impl RequestContext {
+    /// Kafka shows the client host as `/ip`.
+    pub fn client_host(&self) -> String {
+        format!("/{}", self.peer.ip())
+    }
+}
 
 pub struct Broker {
     pub config: BrokerConfig,
@@ -21,6 +35,7 @@ pub struct Broker {
     pub image: watch::Receiver<Arc<MetadataImage>>,
     pub controller: ControllerHandle,
     pub replicas: Arc<ReplicaManager>,
+    pub groups: GroupHandle,
     producer_ids: Mutex<(i64, i64)>,
     /// Cached typed properties read on hot paths.
     pub max_request_bytes: usize,
@@ -35,6 +50,7 @@ impl Broker {
         image: watch::Receiver<Arc<MetadataImage>>,
         controller: ControllerHandle,
         replicas: Arc<ReplicaManager>,
+        groups: GroupHandle,
         defaults: BrokerDefaults,
     ) -> Self {
         let max_request_bytes = config.get_i64("socket.request.max.bytes", 104857600) as usize;
@@ -46,6 +62,7 @@ impl Broker {
             image,
             controller,
             replicas,
+            groups,
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,
             auto_create_topics,

@@ -9,7 +9,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::handlers;
 
 /// Why a connection is being closed.
@@ -33,6 +33,17 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -67,7 +78,11 @@ fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T,
 }
 
 /// Handles one frame. `Ok(None)`: no response (Produce with acks=0).
-pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes>, DispatchError> {
+pub async fn dispatch(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    peer: std::net::SocketAddr,
+) -> Result<Option<Bytes>, DispatchError> {
     if frame.len() < 8 {
         return Err(DispatchError(format!(
             "frame of {} bytes is too short for a request header",
@@ -140,6 +155,24 @@ pub async fn dispatch(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<Bytes
         ApiKey::DescribeCluster => {
             call!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
+        ApiKey::FindCoordinator => {
+            call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
+        }
+        ApiKey::JoinGroup => {
+            let request: JoinGroupRequest = decode(&mut buf, key, version)?;
+            let ctx = RequestContext { client_id, peer };
+            let response = handlers::groups::join_group(broker, request, version, &ctx).await;
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
+        ApiKey::Heartbeat => call!(HeartbeatRequest, handlers::groups::heartbeat),
+        ApiKey::LeaveGroup => call!(LeaveGroupRequest, handlers::groups::leave_group),
+        ApiKey::SyncGroup => call!(SyncGroupRequest, handlers::groups::sync_group),
+        ApiKey::OffsetCommit => call!(OffsetCommitRequest, handlers::groups::offset_commit),
+        ApiKey::OffsetFetch => call!(OffsetFetchRequest, handlers::groups::offset_fetch),
+        ApiKey::ListGroups => call!(ListGroupsRequest, handlers::groups::list_groups),
+        ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
+        ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
+        ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }

@@ -7,6 +7,7 @@ pub mod context;
 pub mod controller_shell;
 pub mod dispatch;
 pub mod errors;
+pub mod group_manager;
 pub mod handlers;
 pub mod metadata_log;
 pub mod partition;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use runnel_log::LogManager;
+use runnel_log::{CompactionConfig, LogManager};
 use runnel_metadata::{effective_topic_config, BrokerDefaults, MetadataImage};
 use tokio::sync::Notify;
 
@@ -124,10 +124,59 @@ impl ReplicaManager {
         self.appended.notify_waiters();
     }
 
+    /// One cleaning pass over every compacted log that needs it. The heavy rewrite runs
+    /// without the log's lock (plan under the lock, run outside, swap under the lock), so
+    /// produce and fetch keep going. Returns the number of logs cleaned.
+    pub fn compact_logs(&self, now_ms: i64) -> usize {
+        let mut cleaned = 0;
+        for p in self.all() {
+            let config = p.role().config;
+            if !config.compacts() {
+                continue;
+            }
+            let compaction = CompactionConfig {
+                min_cleanable_dirty_ratio: config.min_cleanable_dirty_ratio,
+                delete_retention_ms: config.delete_retention_ms,
+                min_compaction_lag_ms: config.min_compaction_lag_ms,
+                max_compaction_lag_ms: config.max_compaction_lag_ms,
+            };
+            let plan = {
+                let log = p.log.lock();
+                if !log.needs_compaction(now_ms, &compaction) {
+                    continue;
+                }
+                log.prepare_compaction(now_ms, &compaction)
+            };
+            let result = plan.and_then(|plan| match plan {
+                Some(plan) => {
+                    let outcome = plan.run()?;
+                    p.log.lock().finish_compaction(outcome).map(Some)
+                }
+                None => Ok(None),
+            });
+            match result {
+                Ok(Some(stats)) => {
+                    cleaned += 1;
+                    tracing::info!(topic = %p.topic, partition = p.index, removed = stats.records_removed,
+                        before = stats.bytes_before, after = stats.bytes_after, "compacted log");
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(topic = %p.topic, partition = p.index, error = %e, "compaction failed")
+                }
+            }
+        }
+        cleaned
+    }
+
     /// Retention for every local log; returns the number of segments deleted.
     pub fn enforce_retention(&self, now_ms: i64) -> usize {
         let mut deleted = 0;
         for p in self.all() {
+            // A compact-only topic keeps its old segments: the cleaner shrinks them instead.
+            if !p.role().config.deletes() {
+                continue;
+            }
             match p.log.lock().enforce_retention(now_ms) {
                 Ok(n) => deleted += n,
                 Err(e) => {

@@ -64,7 +64,7 @@ async fn connection(
                 return;
             }
         };
-        match dispatch(&broker, frame).await {
+        match dispatch(&broker, frame, peer).await {
             Ok(Some(response)) => {
                 if let Err(e) = writer.write_all(&response).await {
                     tracing::debug!(%peer, error = %e, "client went away");

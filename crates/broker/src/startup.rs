@@ -159,6 +159,9 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         .map_err(|e| BrokerError::Startup(format!("broker registration failed: {}", e.message)))?;
 
     let node_id = config.node_id;
+    let cleaner_enabled = config.get_bool("log.cleaner.enable", true);
+    let cleaner_every =
+        Duration::from_millis(config.get_i64("log.cleaner.backoff.ms", 15_000).max(1) as u64);
     let retention_every = Duration::from_millis(
         config
             .get_i64("log.retention.check.interval.ms", 300_000)
@@ -169,15 +172,34 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             .get_i64("log.flush.offset.checkpoint.interval.ms", 60_000)
             .max(1) as u64,
     );
+    let group_config = runnel_group::GroupConfig {
+        min_session_timeout_ms: config.get_i64("group.min.session.timeout.ms", 6000) as i32,
+        max_session_timeout_ms: config.get_i64("group.max.session.timeout.ms", 1_800_000) as i32,
+        initial_rebalance_delay_ms: config.get_i64("group.initial.rebalance.delay.ms", 3000) as i32,
+        max_size: config.get_i64("group.max.size", i32::MAX as i64).max(1) as usize,
+        offset_metadata_max_bytes: config.get_i64("offset.metadata.max.bytes", 4096).max(0)
+            as usize,
+        offsets_retention_ms: config
+            .get_i64("offsets.retention.minutes", 10080)
+            .saturating_mul(60_000),
+        offsets_retention_check_interval_ms: config
+            .get_i64("offsets.retention.check.interval.ms", 600_000),
+    };
+    let groups =
+        crate::group_manager::spawn(node_id, group_config, replicas.clone(), image_rx.clone());
     let broker = Arc::new(Broker::new(
         config,
         cluster_id,
         image_rx,
         controller,
         replicas.clone(),
+        groups,
         defaults,
     ));
     let (shutdown, shutdown_rx) = watch::channel(false);
+    if cleaner_enabled {
+        spawn_cleaner(replicas.clone(), cleaner_every, shutdown_rx.clone());
+    }
     spawn_housekeeping(
         replicas,
         retention_every,
@@ -224,6 +246,27 @@ fn spawn_housekeeping(
                             tracing::error!(error = %e, "writing checkpoints failed");
                         }
                     }).await;
+                }
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+}
+
+/// The log cleaner: its own task, so a long compaction never delays retention or checkpoints.
+fn spawn_cleaner(
+    replicas: Arc<ReplicaManager>,
+    every: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let r = replicas.clone();
+                    let _ = tokio::task::spawn_blocking(move || r.compact_logs(now_ms())).await;
                 }
                 _ = shutdown.changed() => return,
             }

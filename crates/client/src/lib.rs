@@ -7,7 +7,9 @@
 //! * [`Admin`]: topics, partitions, configs, offsets, records deletion, cluster description.
 //! * [`Producer`]: batching per partition into v2 record batches, Java-compatible murmur2
 //!   partitioning, compression, acks, retries after leader changes.
-//! * [`Consumer`]: assigned partitions (no groups yet) polled with Fetch.
+//! * [`Consumer`]: assigned partitions polled with Fetch.
+//! * [`GroupConsumer`]: consumer groups (classic protocol): coordinator lookup, join / sync
+//!   with client-side assignors (`group::assignors`), heartbeats, commits.
 //!
 //! Errors are [`ClientError`]s carrying Kafka's error names; [`render_error`] turns one into
 //! the single line the CLI prints.
@@ -16,7 +18,9 @@ pub mod admin;
 pub mod client;
 pub mod connection;
 pub mod error;
+mod fetcher;
 pub mod frame;
+pub mod group;
 pub mod metadata;
 pub mod murmur2;
 pub mod partitioner;
@@ -33,5 +37,6 @@ pub mod producer;
 pub mod records;
 
 pub use consumer::{AutoOffsetReset, Consumer, ConsumerConfig, StartPosition};
+pub use group::{GroupConfig, GroupConsumer, OffsetAndMetadata, TopicPartition};
 pub use producer::{DeliveryFuture, Producer, ProducerConfig};
 pub use records::{ConsumerRecord, ProducerRecord, RecordMetadata};

@@ -25,6 +25,19 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::CreatePartitions => (0, 3),
         ApiKey::IncrementalAlterConfigs => (0, 1),
         ApiKey::DescribeCluster => (0, 1),
+        // Consumer groups (classic protocol, spec K.3). OffsetCommit/OffsetFetch v9 and
+        // JoinGroup v8+ belong to KIP-848 / KIP-800 extras we do not speak.
+        ApiKey::FindCoordinator => (0, 4),
+        ApiKey::JoinGroup => (0, 7),
+        ApiKey::SyncGroup => (0, 5),
+        ApiKey::Heartbeat => (0, 4),
+        ApiKey::LeaveGroup => (0, 4),
+        ApiKey::OffsetCommit => (2, 8),
+        ApiKey::OffsetFetch => (1, 8),
+        ApiKey::ListGroups => (0, 4),
+        ApiKey::DescribeGroups => (0, 5),
+        ApiKey::DeleteGroups => (0, 2),
+        ApiKey::OffsetDelete => (0, 0),
         _ => return None,
     })
 }

@@ -13,15 +13,19 @@
 //!   (topic id).
 //!
 //! Per log dir ([`LogManager`]): `recovery-point-offset-checkpoint`,
-//! `log-start-offset-checkpoint`, `replication-offset-checkpoint` (text, tmp + fsync + rename)
-//! and `.kafka_cleanshutdown`, written last on a clean shutdown and removed on open.
+//! `log-start-offset-checkpoint`, `replication-offset-checkpoint`, `cleaner-offset-checkpoint`
+//! (text, tmp + fsync + rename) and `.kafka_cleanshutdown`, written last on a clean shutdown
+//! and removed on open.
 //!
 //! ## Invariants
 //!
 //! * Bytes are written once: an append is one vectored write of each batch's patched 16-byte
-//!   prefix plus the rest of the producer's slice; batches are never decoded or re-encoded.
-//! * Offsets are dense and strictly increasing; LEO = last offset + 1 = the active (last)
-//!   segment's end. `first segment base <= log start <= HW <= LEO`, `recovery point <= LEO`.
+//!   prefix plus the rest of the producer's slice; appends never decode or re-encode batches.
+//!   Only compaction ([`CompactionPlan`]) rebuilds a batch, and only one that
+//!   lost records or gained a tombstone delete horizon; fully kept batches are copied as is.
+//! * Offsets are strictly increasing, dense except for the gaps compaction leaves (offsets
+//!   never change); LEO = the active (last) segment's end.
+//!   `first segment base <= log start <= HW <= LEO`, `recovery point <= LEO`.
 //! * Everything below the recovery point was fsynced. After an unclean shutdown every segment
 //!   reaching the recovery point or beyond is re-verified batch by batch (length, CRC-32C,
 //!   offsets) and cut at the first bad batch, so a torn write is never served. Index files are
@@ -32,12 +36,17 @@
 //! * Index entries live in memory (Vec) and are appended to their files after each append; there
 //!   is no mmap and no preallocation, so the files always hold exactly their entries.
 //!
+//! Compaction (spec J.7, `cleaner/*`, `partition_log/compact.rs`): `prepare_compaction` under
+//! the lock, `CompactionPlan::run` without it, `finish_compaction` under it (renames only);
+//! `.cleaned` -> `.swap` -> final names, completed or rolled back on open.
+//!
 //! Concurrency: [`PartitionLog`] is single-threaded; the manager shares each as
 //! [`SharedLog`] (`Arc<Mutex<_>>`). Group commit: take a [`FlushTarget`] under the lock,
 //! `sync()` it outside, then `mark_flushed`.
 
 pub mod batch;
 pub mod checkpoint;
+mod cleaner;
 mod config;
 pub mod dir_name;
 mod epoch_cache;
@@ -51,11 +60,12 @@ mod record_scan;
 mod scan;
 mod segment;
 
+pub use cleaner::{CleanStats, CompactionConfig, CompactionOutcome, CompactionPlan};
 pub use config::LogConfig;
 pub use error::LogError;
 pub use flush::FlushTarget;
 pub use manager::{
-    LogManager, SharedLog, CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_CHECKPOINT, LOG_START_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
+    LogManager, SharedLog, CLEANER_CHECKPOINT, CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_CHECKPOINT,
+    LOG_START_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
 };
 pub use partition_log::{AppendInfo, PartitionLog, ReadResult, RecoveryHint};

@@ -23,6 +23,26 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 pub const LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
 pub const HIGH_WATERMARK_CHECKPOINT: &str = "replication-offset-checkpoint";
+pub const CLEANER_CHECKPOINT: &str = "cleaner-offset-checkpoint";
+
+/// The per-partition values of the log dir's checkpoint files.
+struct Offsets {
+    recovery_point: i64,
+    log_start: i64,
+    high_watermark: i64,
+    cleaned: i64,
+}
+
+impl Offsets {
+    fn of(log: &PartitionLog) -> Self {
+        Offsets {
+            recovery_point: log.recovery_point(),
+            log_start: log.log_start_offset(),
+            high_watermark: log.high_watermark(),
+            cleaned: log.cleaner_checkpoint(),
+        }
+    }
+}
 
 struct Entry {
     log: SharedLog,
@@ -84,6 +104,8 @@ impl LogManager {
         let recovery_points = read_checkpoint_lenient(&dir.join(RECOVERY_POINT_CHECKPOINT));
         let log_starts = read_checkpoint_lenient(&dir.join(LOG_START_CHECKPOINT));
         let high_watermarks = read_checkpoint_lenient(&dir.join(HIGH_WATERMARK_CHECKPOINT));
+        // A lost cleaner checkpoint only means cleaning again from the start.
+        let cleaned = read_checkpoint_lenient(&dir.join(CLEANER_CHECKPOINT));
         let mut logs = BTreeMap::new();
         for entry in fs::read_dir(&dir)? {
             let entry = entry?;
@@ -107,7 +129,10 @@ impl LogManager {
                 high_watermark: high_watermarks.get(&key).copied().unwrap_or(0),
                 clean_shutdown,
             };
-            let log = PartitionLog::open(entry.path(), default_config.clone(), hint)?;
+            let mut log = PartitionLog::open(entry.path(), default_config.clone(), hint)?;
+            if let Some(&offset) = cleaned.get(&key) {
+                log.set_cleaner_checkpoint(offset);
+            }
             let topic_id = partition_metadata::read(&entry.path())?;
             logs.insert(
                 key,
@@ -236,42 +261,44 @@ impl LogManager {
             .collect()
     }
 
-    fn write_checkpoints(
-        &self,
-        offsets: &[((String, i32), i64, i64, i64)],
-    ) -> Result<(), LogError> {
+    fn write_checkpoints(&self, offsets: &[((String, i32), Offsets)]) -> Result<(), LogError> {
         let _guard = self.checkpoint_lock.lock();
         let mut rp = OffsetCheckpoint::new();
         let mut ls = OffsetCheckpoint::new();
         let mut hw = OffsetCheckpoint::new();
-        for (key, r, l, h) in offsets {
-            rp.insert(key.clone(), *r);
-            ls.insert(key.clone(), *l);
-            hw.insert(key.clone(), *h);
+        let mut cl = OffsetCheckpoint::new();
+        for (key, o) in offsets {
+            rp.insert(key.clone(), o.recovery_point);
+            ls.insert(key.clone(), o.log_start);
+            hw.insert(key.clone(), o.high_watermark);
+            // Like Kafka, only logs the cleaner has been through are listed.
+            if o.cleaned > 0 {
+                cl.insert(key.clone(), o.cleaned);
+            }
         }
         checkpoint::write_offsets(&self.dir.join(RECOVERY_POINT_CHECKPOINT), &rp)?;
         checkpoint::write_offsets(&self.dir.join(LOG_START_CHECKPOINT), &ls)?;
         checkpoint::write_offsets(&self.dir.join(HIGH_WATERMARK_CHECKPOINT), &hw)?;
+        checkpoint::write_offsets(&self.dir.join(CLEANER_CHECKPOINT), &cl)?;
         Ok(())
     }
 
-    /// Writes `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
-    /// `replication-offset-checkpoint` (HWs) for every partition.
+    /// Writes `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`,
+    /// `replication-offset-checkpoint` (HWs) and `cleaner-offset-checkpoint` for every
+    /// partition.
     pub fn checkpoint(&self) -> Result<(), LogError> {
         let offsets: Vec<_> = self
             .snapshot()
             .into_iter()
-            .map(|(k, log)| {
-                let l = log.lock();
-                (
-                    k,
-                    l.recovery_point(),
-                    l.log_start_offset(),
-                    l.high_watermark(),
-                )
-            })
+            .map(|(k, log)| (k, Offsets::of(&log.lock())))
             .collect();
         self.write_checkpoints(&offsets)
+    }
+
+    /// The partition's cleaner checkpoint (how far compaction got), `None` if not hosted.
+    pub fn cleaner_checkpoint(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.get(topic, partition)
+            .map(|log| log.lock().cleaner_checkpoint())
     }
 
     /// Fsyncs every log with unflushed messages (the periodic `log.flush.interval.ms` job).
@@ -310,12 +337,7 @@ impl LogManager {
         for (key, log) in self.snapshot() {
             let mut l = log.lock();
             l.close_in_place()?;
-            offsets.push((
-                key,
-                l.recovery_point(),
-                l.log_start_offset(),
-                l.high_watermark(),
-            ));
+            offsets.push((key, Offsets::of(&l)));
         }
         self.write_checkpoints(&offsets)?;
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);

@@ -89,6 +89,13 @@ impl<'a> Scanner<'a> {
         Ok(&self.buf[off..off + need])
     }
 
+    /// The bytes of the batch [`Self::next_batch`] just returned (at `position`, `len` bytes):
+    /// still in the read buffer, so no second read.
+    pub(crate) fn batch_bytes(&self, position: u64, len: usize) -> Option<&[u8]> {
+        let off = usize::try_from(position.checked_sub(self.buf_pos)?).ok()?;
+        self.buf.get(off..off.checked_add(len)?)
+    }
+
     /// The next batch, verifying its CRC if asked.
     pub(crate) fn next_batch(&mut self, verify_crc: bool) -> io::Result<Scanned> {
         let position = self.pos;

@@ -77,6 +77,9 @@ pub(crate) struct Segment {
     /// Max timestamp of the first batch: `segment.ms` is measured from it.
     first_batch_timestamp: Option<i64>,
     created_ms: i64,
+    /// Appended to every file name: `""` for live segments, `".cleaned"` for the cleaner's
+    /// output before it is swapped in.
+    name_suffix: &'static str,
 }
 
 /// Opens a file for positional reads and appends. `fresh` replaces any existing file (a
@@ -100,9 +103,22 @@ fn open_append(path: &Path, fresh: bool) -> io::Result<File> {
 impl Segment {
     /// Creates a new empty segment (files truncated if they exist).
     pub(crate) fn create(dir: &Path, base_offset: i64, max_index_bytes: u32) -> io::Result<Self> {
-        let log = open_append(&segment_path(dir, base_offset, LOG_SUFFIX), true)?;
-        let offset = open_append(&segment_path(dir, base_offset, INDEX_SUFFIX), true)?;
-        let time = open_append(&segment_path(dir, base_offset, TIME_INDEX_SUFFIX), true)?;
+        Self::create_named(dir, base_offset, max_index_bytes, "")
+    }
+
+    /// Creates a new empty segment whose files carry `name_suffix` after their usual names
+    /// (`{base}.log{suffix}`, ...): the cleaner writes `.cleaned` segments with the same
+    /// append and index code as live ones, then renames them into place.
+    pub(crate) fn create_named(
+        dir: &Path,
+        base_offset: i64,
+        max_index_bytes: u32,
+        name_suffix: &'static str,
+    ) -> io::Result<Self> {
+        let path = |kind: &str| segment_path(dir, base_offset, &format!("{kind}{name_suffix}"));
+        let log = open_append(&path(LOG_SUFFIX), true)?;
+        let offset = open_append(&path(INDEX_SUFFIX), true)?;
+        let time = open_append(&path(TIME_INDEX_SUFFIX), true)?;
         Ok(Segment {
             base_offset,
             dir: dir.to_path_buf(),
@@ -120,6 +136,7 @@ impl Segment {
             offset_of_max_timestamp: -1,
             first_batch_timestamp: None,
             created_ms: now_ms(),
+            name_suffix,
         })
     }
 
@@ -186,6 +203,7 @@ impl Segment {
             offset_of_max_timestamp,
             first_batch_timestamp: None,
             created_ms,
+            name_suffix: "",
         };
         if !needs_rebuild {
             needs_rebuild = !seg.last_index_entry_is_sane()?;
@@ -238,6 +256,25 @@ impl Segment {
     /// Stops holding the index files open (the segment is inactive and fsynced).
     pub(crate) fn release_index_files(&mut self) {
         self.index_files = None;
+    }
+
+    /// Max timestamp of the first batch (`None` if unknown), else the file's age: how old the
+    /// oldest data of the segment is, for `max.compaction.lag.ms`.
+    pub(crate) fn first_batch_timestamp_or_age(&self) -> i64 {
+        match self.first_batch_timestamp {
+            Some(t) if t >= 0 => t,
+            _ => self.created_ms,
+        }
+    }
+
+    /// Fsyncs the `.log` file and the index files if they are open.
+    pub(crate) fn sync_all(&self) -> io::Result<()> {
+        self.log.sync_all()?;
+        if let Some(ix) = &self.index_files {
+            ix.offset.sync_all()?;
+            ix.time.sync_all()?;
+        }
+        Ok(())
     }
 
     /// The largest timestamp for time retention; the file's age if no batch has a timestamp.
@@ -356,19 +393,22 @@ impl Segment {
         Ok(())
     }
 
+    /// Path of this segment's file of kind `kind` (`log`, `index`, `timeindex`).
+    fn path(&self, kind: &str) -> PathBuf {
+        segment_path(
+            &self.dir,
+            self.base_offset,
+            &format!("{kind}{}", self.name_suffix),
+        )
+    }
+
     fn open_index_files(&mut self) -> io::Result<IndexFiles> {
         if let Some(f) = &self.index_files {
             return Ok(f.clone());
         }
         let files = IndexFiles {
-            offset: Arc::new(open_append(
-                &segment_path(&self.dir, self.base_offset, INDEX_SUFFIX),
-                false,
-            )?),
-            time: Arc::new(open_append(
-                &segment_path(&self.dir, self.base_offset, TIME_INDEX_SUFFIX),
-                false,
-            )?),
+            offset: Arc::new(open_append(&self.path(INDEX_SUFFIX), false)?),
+            time: Arc::new(open_append(&self.path(TIME_INDEX_SUFFIX), false)?),
         };
         self.index_files = Some(files.clone());
         Ok(files)
@@ -548,13 +588,15 @@ impl Segment {
     }
 
     /// Removes every batch that contains an offset >= `offset`. The segment then ends at the
-    /// start of the first removed batch (which may be below `offset` if it fell mid-batch).
+    /// start of the first removed batch if it fell mid-batch, else at `offset`.
     pub(crate) fn truncate_to(
         &mut self,
         offset: i64,
         index_interval_bytes: u32,
     ) -> Result<(), LogError> {
         let Some((pos, h)) = self.find_batch(offset)? else {
+            // Every batch is below `offset` (a compacted segment may end in a gap).
+            self.next_offset = self.next_offset.min(offset);
             return Ok(());
         };
         self.log.set_len(pos)?;
@@ -576,6 +618,9 @@ impl Segment {
             self.next_offset = entry.base_offset;
         }
         self.scan_from(from, false, index_interval_bytes)?;
+        // With compaction gaps the first removed batch may start after `offset`: the log then
+        // ends at `offset` itself, as in Kafka (never beyond what the caller asked).
+        self.next_offset = self.next_offset.max(h.base_offset.min(offset));
         Ok(())
     }
 
@@ -583,7 +628,7 @@ impl Segment {
     pub(crate) fn rename_to_deleted(&self) -> io::Result<Vec<PathBuf>> {
         let mut out = Vec::with_capacity(3);
         for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
-            let from = segment_path(&self.dir, self.base_offset, suffix);
+            let from = self.path(suffix);
             let mut to = from.clone().into_os_string();
             to.push(DELETED_SUFFIX);
             let to = PathBuf::from(to);

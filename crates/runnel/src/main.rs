@@ -1,5 +1,5 @@
 //! `runnel`: the broker and command-line tools mirroring Kafka's (kafka-topics.sh,
-//! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-*-perf-test.sh), so that
+//! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-consumer-groups.sh, kafka-*-perf-test.sh), so that
 //! Kafka's documented commands work with only the program name changed.
 
 mod cmd;
@@ -26,6 +26,8 @@ enum Command {
     Produce(cmd::produce::ProduceArgs),
     /// Print records to stdout (kafka-console-consumer.sh).
     Consume(cmd::consume::ConsumeArgs),
+    /// List, describe, reset and delete consumer groups (kafka-consumer-groups.sh).
+    Groups(cmd::groups::GroupsArgs),
     /// Describe and alter topic / broker configs (kafka-configs.sh).
     Configs(cmd::configs::ConfigsArgs),
     /// Throughput and latency tests (kafka-producer-perf-test.sh, kafka-consumer-perf-test.sh).
@@ -53,6 +55,7 @@ async fn main() -> ExitCode {
         Command::Produce(args) => cmd::produce::run(args).await,
         Command::Consume(args) => cmd::consume::run(args).await,
         Command::Configs(args) => cmd::configs::run(args).await,
+        Command::Groups(args) => cmd::groups::run(args).await,
         Command::Perf(args) => cmd::perf::run(args).await,
     };
     match result {

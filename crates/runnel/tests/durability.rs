@@ -239,3 +239,58 @@ fn idempotent_retry_after_restart_is_still_a_duplicate() {
         vec!["a", "b", "c"]
     );
 }
+
+#[test]
+fn compacted_topics_keep_the_latest_value_per_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &["log.cleaner.backoff.ms=100"]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic(
+            "table",
+            1,
+            1,
+            &[
+                ("cleanup.policy", "compact"),
+                ("segment.bytes", "1024"),
+                ("min.cleanable.dirty.ratio", "0.01")
+            ]
+        )
+        .0,
+        0
+    );
+    let mut latest = std::collections::BTreeMap::new();
+    for round in 0..20 {
+        for key in 0..5 {
+            let k = format!("key{key}");
+            let v = format!("round{round}");
+            let (code, _) = wire.produce(
+                "table",
+                0,
+                batch(&[(Some(k.as_str()), v.as_str())], Compression::None),
+                1,
+            );
+            assert_eq!(code, 0);
+            latest.insert(k, v);
+        }
+    }
+    wait_until("the cleaner to drop overwritten records", || {
+        wire.fetch_all("table", 0, 0).len() < 50
+    });
+    let records = wire.fetch_all("table", 0, 0);
+    let mut last_seen = std::collections::BTreeMap::new();
+    let mut previous = -1;
+    for r in &records {
+        assert!(r.offset > previous, "offsets stay strictly increasing");
+        previous = r.offset;
+        let k = String::from_utf8(r.key.clone().unwrap().to_vec()).unwrap();
+        let v = String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap();
+        last_seen.insert(k, v);
+    }
+    assert_eq!(last_seen, latest, "the latest value of every key survives");
+    assert_eq!(
+        records.last().map(|r| r.offset),
+        Some(99),
+        "the newest record keeps its offset"
+    );
+}

@@ -6,6 +6,7 @@ pub mod configs;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod fetch;
+pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;

@@ -1,8 +1,11 @@
-//! Cluster administration (the operations behind kafka-topics.sh and kafka-configs.sh), each
+//! Cluster administration (the operations behind kafka-topics.sh, kafka-configs.sh and
+//! kafka-consumer-groups.sh), each
 //! one Kafka request, routed to the controller or to partition leaders as Kafka requires.
 
 mod cluster;
 mod configs;
+mod group_offsets;
+mod groups;
 pub(crate) mod offsets;
 mod topics;
 
@@ -13,6 +16,7 @@ pub use configs::{
     AlterConfigOp, ConfigEntry, ConfigOpType, ConfigResource, ConfigSource, ConfigSynonym,
     ResourceType,
 };
+pub use groups::{GroupDescription, GroupListing, GroupMemberDescription};
 pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
 pub use topics::{NewPartitions, NewTopic};

@@ -61,8 +61,8 @@ impl PartitionLog {
         })
     }
 
-    /// Follower append (replication): batches keep their offsets and epochs and must continue
-    /// the log densely at the LEO. CRCs are verified; a trailing partial batch (a fetch cut by
+    /// Follower append (replication): batches keep their offsets and epochs and must start at
+    /// or after the LEO, offsets increasing (gaps allowed: the leader's log may be compacted). CRCs are verified; a trailing partial batch (a fetch cut by
     /// size) is ignored. `Ok(None)` if there was no complete batch.
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
         self.ensure_open()?;
@@ -76,7 +76,8 @@ impl PartitionLog {
                 Err(e) => return Err(e.into()),
             };
             batch::verify_crc(&h, bytes)?;
-            if h.base_offset != expected || h.last_offset_delta < 0 {
+            // Gaps are legal (a compacted leader's log has them); going back is not.
+            if h.base_offset < expected || h.last_offset_delta < 0 {
                 return Err(LogError::UnexpectedOffset {
                     expected,
                     got: h.base_offset,

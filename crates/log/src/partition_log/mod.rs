@@ -3,9 +3,10 @@
 //!
 //! Split by concern: `open` (loading and recovery, J.5), `append`, `read` (fetch and offset
 //! lookups), `retention` (DeleteRecords, retention, J.6), `truncate` (follower truncation),
-//! `flush` (group commit and close).
+//! `flush` (group commit and close), `compact` (log compaction, J.7).
 
 mod append;
+mod compact;
 mod flush;
 mod open;
 mod read;
@@ -80,6 +81,11 @@ pub struct PartitionLog {
     high_watermark: i64,
     recovery_point: i64,
     epochs: LeaderEpochCache,
+    /// Cleaner checkpoint: offsets below it were compacted (`cleaner-offset-checkpoint`).
+    cleaner_checkpoint: i64,
+    /// Earliest delete horizon of a cleaned batch that still holds tombstones, as far as this
+    /// process knows: once it passes, the log needs a pass even without dirty data.
+    earliest_tombstone_horizon: Option<i64>,
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,

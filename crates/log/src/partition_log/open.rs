@@ -26,13 +26,16 @@ fn remove_if_exists(path: &std::path::Path) -> io::Result<()> {
 
 impl PartitionLog {
     /// Opens (creating if missing) the partition directory `dir` and recovers it:
-    /// leftovers (`.deleted`, `.cleaned`, `.swap`, orphan indexes) are removed; after an unclean
+    /// committed compaction swaps are completed, then leftovers (`.deleted`, `.cleaned`,
+    /// uncommitted `.swap`, orphan indexes) are removed; after an unclean
     /// shutdown every segment holding offsets at or after the recovery point is verified batch
     /// by batch (length, CRC-32C, offsets) with its indexes rebuilt, cut at the first invalid
     /// batch, and later segments deleted. Missing or inconsistent index files are rebuilt in any
     /// case. LEO = end of the last valid batch; HW and log start come from `hint`, clamped.
     pub fn open(dir: PathBuf, config: LogConfig, hint: RecoveryHint) -> Result<Self, LogError> {
         fs::create_dir_all(&dir)?;
+        // Interrupted compaction swaps first: their `.swap` files are not leftovers.
+        crate::cleaner::swap::recover(&dir)?;
         let bases = Self::clean_leftovers(&dir)?;
         let mut epochs = LeaderEpochCache::load(&dir);
         let interval = config.index_interval_bytes;
@@ -98,6 +101,8 @@ impl PartitionLog {
             high_watermark: hint.high_watermark.clamp(log_start_offset, leo),
             recovery_point,
             epochs,
+            cleaner_checkpoint: 0,
+            earliest_tombstone_horizon: None,
             pending_deletes: Vec::new(),
             closed: false,
         })

@@ -115,6 +115,12 @@ impl PartitionLog {
     /// Renames a removed segment's files to `.deleted`; removes them now if the delay is 0.
     pub(super) fn schedule_delete(&mut self, seg: &Segment) -> Result<(), LogError> {
         let paths = seg.rename_to_deleted()?;
+        self.schedule_paths_delete(paths);
+        Ok(())
+    }
+
+    /// Removes already renamed `.deleted` files now, or after `file_delete_delay_ms`.
+    pub(super) fn schedule_paths_delete(&mut self, paths: Vec<std::path::PathBuf>) {
         if self.config.file_delete_delay_ms == 0 {
             for p in paths {
                 let _ = std::fs::remove_file(p);
@@ -122,7 +128,6 @@ impl PartitionLog {
         } else {
             self.pending_deletes.push((Instant::now(), paths));
         }
-        Ok(())
     }
 
     /// Removes `.deleted` files whose delay has passed (all of them if `all`).

@@ -37,6 +37,7 @@ impl PartitionLog {
         self.log_start_offset = self.log_start_offset.min(leo);
         self.high_watermark = self.high_watermark.clamp(self.log_start_offset, leo);
         self.recovery_point = self.recovery_point.min(leo);
+        self.cleaner_checkpoint = self.cleaner_checkpoint.min(leo);
         self.epochs.truncate_from_end(leo)?;
         Ok(())
     }

@@ -1,11 +1,15 @@
-//! `runnel consume`: kafka-console-consumer.sh for assigned partitions (no groups yet).
+//! `runnel consume`: kafka-console-consumer.sh, either on assigned partitions or, with
+//! `--group`, as a member of a consumer group that commits what it printed.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use runnel_client::{Consumer, ConsumerConfig, ConsumerRecord, StartPosition};
+use runnel_client::{
+    Consumer, ConsumerConfig, ConsumerRecord, GroupConfig, GroupConsumer, StartPosition,
+    TopicPartition,
+};
 
 use super::args::{parse_kvs, prop, prop_bool, unescape};
 
@@ -21,6 +25,9 @@ pub struct ConsumeArgs {
     /// Start at the earliest offset instead of the end.
     #[arg(long)]
     pub from_beginning: bool,
+    /// Consumer group to join (offsets are committed; see `runnel groups`).
+    #[arg(long)]
+    pub group: Option<String>,
     /// Read only this partition.
     #[arg(long)]
     pub partition: Option<i32>,
@@ -38,7 +45,9 @@ pub struct ConsumeArgs {
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
     /// Consumer property (auto.offset.reset, fetch.max.wait.ms, fetch.min.bytes,
-    /// fetch.max.bytes, max.partition.fetch.bytes).
+    /// fetch.max.bytes, max.partition.fetch.bytes; with a group also group.id,
+    /// group.instance.id, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms,
+    /// partition.assignment.strategy, enable.auto.commit, auto.commit.interval.ms).
     #[arg(long = "consumer-property", value_name = "KEY=VALUE")]
     pub consumer_properties: Vec<String>,
 }
@@ -167,8 +176,16 @@ fn consumer_config(props: &[(String, String)]) -> Result<ConsumerConfig> {
 
 pub async fn run(args: ConsumeArgs) -> Result<()> {
     let formatter = Formatter::from_properties(&parse_kvs(&args.properties)?)?;
+    let props = parse_kvs(&args.consumer_properties)?;
+    let group = args
+        .group
+        .clone()
+        .or_else(|| prop(&props, "group.id").map(str::to_owned));
+    if let Some(group) = group {
+        return run_group(&args, &formatter, &props, group).await;
+    }
     let start = start_position(&args)?;
-    let config = consumer_config(&parse_kvs(&args.consumer_properties)?)?;
+    let config = consumer_config(&props)?;
     let client = super::connect(&args.bootstrap_server).await?;
     let mut consumer = Consumer::new(client, config);
     match args.partition {
@@ -188,57 +205,144 @@ pub async fn run(args: ConsumeArgs) -> Result<()> {
     }
     let mut count: u64 = 0;
     let result = tokio::select! {
-        r = consume_loop(&mut consumer, &args, &formatter, &mut count) => r,
+        r = consume_loop(&mut consumer, &args, &formatter, &mut count) => r.map(|_| ()),
         _ = tokio::signal::ctrl_c() => Ok(()),
     };
     eprintln!("Processed a total of {count} messages");
     result
 }
 
+/// The group settings: Kafka's defaults, `--from-beginning` as `auto.offset.reset=earliest`
+/// (what kafka-console-consumer does), then `--consumer-property` values.
+fn group_config(
+    args: &ConsumeArgs,
+    props: &[(String, String)],
+    group: String,
+) -> Result<GroupConfig> {
+    if args.partition.is_some() || args.offset.is_some() {
+        bail!("Options --group and --partition/--offset cannot be specified together.");
+    }
+    let mut config = GroupConfig::new(group.clone());
+    if args.from_beginning {
+        config.set("auto.offset.reset", "earliest")?;
+    }
+    for (k, v) in props {
+        if k == "group.id" || k == "bootstrap.servers" || k == "client.id" {
+            continue;
+        }
+        if !config.set(k, v)? {
+            eprintln!("WARN: consumer property {k} is not supported and was ignored");
+        }
+    }
+    config.group_id = group;
+    Ok(config)
+}
+
+async fn run_group(
+    args: &ConsumeArgs,
+    formatter: &Formatter,
+    props: &[(String, String)],
+    group: String,
+) -> Result<()> {
+    let config = group_config(args, props, group)?;
+    let client = super::connect(&args.bootstrap_server).await?;
+    let mut consumer = GroupConsumer::new(client, config)?;
+    consumer.subscribe(&[args.topic.as_str()]);
+    let mut count: u64 = 0;
+    let result = tokio::select! {
+        r = consume_loop(&mut consumer, args, formatter, &mut count) => r,
+        _ = tokio::signal::ctrl_c() => Ok(Vec::new()),
+    };
+    // Records fetched but not printed (--max-messages) must not be committed: move those
+    // partitions back to the first unprinted offset before the closing commit.
+    if let Ok(unprinted) = &result {
+        for r in unprinted {
+            let tp = TopicPartition::new(r.topic.clone(), r.partition);
+            if consumer.position(&tp).is_some_and(|p| p > r.offset) {
+                consumer.seek(&tp, r.offset);
+            }
+        }
+    }
+    let closed = consumer.close().await;
+    eprintln!("Processed a total of {count} messages");
+    result?;
+    closed?;
+    Ok(())
+}
+
+/// What `consume_loop` reads from: an assign-only or a group consumer.
+trait RecordSource {
+    async fn next_records(&mut self, wait: Duration) -> Result<Vec<ConsumerRecord>>;
+}
+
+impl RecordSource for Consumer {
+    async fn next_records(&mut self, wait: Duration) -> Result<Vec<ConsumerRecord>> {
+        Ok(self.poll(wait).await?)
+    }
+}
+
+impl RecordSource for GroupConsumer {
+    async fn next_records(&mut self, wait: Duration) -> Result<Vec<ConsumerRecord>> {
+        Ok(self.poll(wait).await?)
+    }
+}
+
 async fn consumer_topic_check(consumer: &Consumer, topic: &str) -> Result<usize> {
     Ok(consumer.client().topic(topic).await?.partition_count())
 }
 
-async fn consume_loop(
-    consumer: &mut Consumer,
+/// Prints records until `--max-messages` or `--timeout-ms`; returns the fetched records
+/// that were not printed (the first unprinted one per partition matters for commits).
+async fn consume_loop<S: RecordSource>(
+    consumer: &mut S,
     args: &ConsumeArgs,
     formatter: &Formatter,
     count: &mut u64,
-) -> Result<()> {
+) -> Result<Vec<ConsumerRecord>> {
     let idle_limit = args.timeout_ms.map(Duration::from_millis);
     let mut last_record = Instant::now();
     let mut out = Vec::with_capacity(64 * 1024);
     let stdout = std::io::stdout();
     loop {
         if args.max_messages.is_some_and(|max| *count >= max) {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let wait = match idle_limit {
             Some(limit) => {
                 let left = limit.saturating_sub(last_record.elapsed());
                 if left.is_zero() {
-                    return Ok(());
+                    return Ok(Vec::new());
                 }
                 left.min(Duration::from_secs(1))
             }
             None => Duration::from_secs(1),
         };
-        let records = consumer.poll(wait).await?;
+        let records = consumer.next_records(wait).await?;
         if records.is_empty() {
             continue;
         }
         last_record = Instant::now();
         out.clear();
-        for r in &records {
+        let mut unprinted = Vec::new();
+        for r in records {
             if args.max_messages.is_some_and(|max| *count >= max) {
-                break;
+                if !unprinted
+                    .iter()
+                    .any(|u: &ConsumerRecord| u.topic == r.topic && u.partition == r.partition)
+                {
+                    unprinted.push(r);
+                }
+                continue;
             }
-            formatter.write(r, &mut out);
+            formatter.write(&r, &mut out);
             *count += 1;
         }
         let mut lock = stdout.lock();
         lock.write_all(&out).context("writing to stdout")?;
         lock.flush().context("writing to stdout")?;
+        if !unprinted.is_empty() {
+            return Ok(unprinted);
+        }
     }
 }
 
@@ -296,6 +400,7 @@ mod tests {
                 bootstrap_server: "x:1".into(),
                 topic: "t".into(),
                 from_beginning,
+                group: None,
                 partition,
                 offset: offset.map(str::to_owned),
                 max_messages: None,

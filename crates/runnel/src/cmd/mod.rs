@@ -3,6 +3,7 @@
 pub mod args;
 pub mod configs;
 pub mod consume;
+pub mod groups;
 pub mod perf;
 pub mod produce;
 pub mod topic_id;

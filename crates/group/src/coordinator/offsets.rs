@@ -1,0 +1,323 @@
+//! Committed offsets (spec H.2 items 5-6, H.6): OffsetCommit validation and storage,
+//! OffsetFetch, OffsetDelete, and KIP-211 expiry. Commits are recorded in memory at once and
+//! returned as records; the shell appends them before answering, so a commit is acknowledged
+//! only once it is in the log.
+
+use super::GroupCoordinator;
+use crate::api::{CommitOffset, CommittedOffset, OffsetCommitRequest, OffsetsRecord};
+use crate::codec::{self, fits_int16_string};
+use crate::config::GroupConfig;
+use crate::errors::*;
+use crate::group::{Group, StoredOffset};
+use crate::state::GroupState;
+use crate::subscription::CONSUMER_PROTOCOL_TYPE;
+
+/// Per-partition results `(topic, partition, error code)`.
+pub type PartitionCodes = Vec<(String, i32, i16)>;
+
+impl GroupCoordinator {
+    /// OffsetCommit. Returns a group-level code (non-zero when every partition failed for the
+    /// same group-level reason: 22, 25, 27, 82, 24), the per-partition codes (always one per
+    /// requested partition, in order; 12 OFFSET_METADATA_TOO_LARGE is per partition) and the
+    /// records to append before answering.
+    ///
+    /// A commit with generation < 0 is a "simple" commit: accepted when the group is unknown
+    /// (an Empty group is created for it) or Empty; otherwise the group's membership rules
+    /// apply (Kafka's `doCommitOffsets` order: fenced 82, simple, unknown member 25, wrong
+    /// generation 22, CompletingRebalance 27). Commits during PreparingRebalance from the
+    /// current generation are accepted: the member learns of the rebalance by heartbeat.
+    pub fn commit_offsets(
+        &mut self,
+        now_ms: i64,
+        req: &OffsetCommitRequest,
+    ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
+        let result = self.commit_inner(now_ms, req);
+        self.debug_check();
+        result
+    }
+
+    fn commit_inner(
+        &mut self,
+        now_ms: i64,
+        req: &OffsetCommitRequest,
+    ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
+        let all = |code: i16| {
+            let codes = req
+                .offsets
+                .iter()
+                .map(|o| (o.topic.clone(), o.partition, code))
+                .collect();
+            (code, codes, Vec::new())
+        };
+        // Kafka accepts an empty group id here (for backward compatibility); it must still
+        // fit the record key.
+        if !fits_int16_string(&req.group_id) {
+            return all(INVALID_GROUP_ID);
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            if req.generation_id >= 0 {
+                return all(ILLEGAL_GENERATION);
+            }
+            self.groups.insert(
+                req.group_id.clone(),
+                Group::new(req.group_id.clone(), now_ms),
+            );
+        }
+        let cfg = &self.config;
+        let Some(g) = self.groups.get_mut(&req.group_id) else {
+            return all(ILLEGAL_GENERATION);
+        };
+        if g.is_static_member_fenced(&req.member_id, req.group_instance_id.as_deref()) {
+            return all(FENCED_INSTANCE_ID);
+        }
+        if req.generation_id < 0 && g.is(GroupState::Empty) {
+            let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets);
+            return (NONE, codes, records);
+        }
+        let generation = g.generation;
+        let state = g.state;
+        let Some(m) = g.members.get_mut(&req.member_id) else {
+            return all(UNKNOWN_MEMBER_ID);
+        };
+        if req.generation_id != generation {
+            return all(ILLEGAL_GENERATION);
+        }
+        match state {
+            GroupState::Stable | GroupState::PreparingRebalance => {
+                m.refresh_session(now_ms);
+                let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets);
+                (NONE, codes, records)
+            }
+            GroupState::CompletingRebalance => all(REBALANCE_IN_PROGRESS),
+            // A group with members is never Empty or Dead.
+            GroupState::Empty | GroupState::Dead => all(UNKNOWN_MEMBER_ID),
+        }
+    }
+
+    /// OffsetFetch: the committed offsets of the listed partitions (None = not committed), or
+    /// of every committed partition when `partitions` is None. Unknown groups have none.
+    /// Results follow the request order (sorted by topic and partition for "all").
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[(String, Vec<i32>)]>,
+    ) -> (i16, Vec<(String, i32, Option<CommittedOffset>)>) {
+        let group = self.groups.get(group_id);
+        let result = match partitions {
+            None => group
+                .map(|g| {
+                    g.offsets
+                        .iter()
+                        .map(|((t, p), o)| (t.clone(), *p, Some(o.committed.clone())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some(topics) => topics
+                .iter()
+                .flat_map(|(t, ps)| ps.iter().map(move |p| (t, *p)))
+                .map(|(t, p)| {
+                    let committed = group
+                        .and_then(|g| g.offsets.get(&(t.clone(), p)))
+                        .map(|o| o.committed.clone());
+                    (t.clone(), p, committed)
+                })
+                .collect(),
+        };
+        (NONE, result)
+    }
+
+    /// OffsetDelete (API 47). Group-level errors: 24 (empty id), 69 (unknown group), 68 (a
+    /// non-consumer group with members). For a "consumer" group with members, partitions of
+    /// topics some member subscribes to get 86 and are kept; the rest are deleted (tombstones
+    /// returned). Deleting the last offsets of an Empty group deletes the group too.
+    pub fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        partitions: &[(String, Vec<i32>)],
+    ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
+        if group_id.is_empty() {
+            return (INVALID_GROUP_ID, Vec::new(), Vec::new());
+        }
+        let Some(g) = self.groups.get_mut(group_id) else {
+            return (GROUP_ID_NOT_FOUND, Vec::new(), Vec::new());
+        };
+        let requested: Vec<(String, i32)> = partitions
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+            .collect();
+        let subscribed = |g: &Group, topic: &str| match g.state {
+            GroupState::Empty => false,
+            _ => g.is_subscribed_to_topic(topic),
+        };
+        let is_consumer = g.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE);
+        if !g.is(GroupState::Empty) && !is_consumer {
+            return (NON_EMPTY_GROUP, Vec::new(), Vec::new());
+        }
+        let codes: PartitionCodes = requested
+            .iter()
+            .map(|(t, p)| {
+                let code = if subscribed(g, t) {
+                    GROUP_SUBSCRIBED_TO_TOPIC
+                } else {
+                    NONE
+                };
+                (t.clone(), *p, code)
+            })
+            .collect();
+        let eligible: Vec<(String, i32)> = codes
+            .iter()
+            .filter(|(_, _, c)| *c == NONE)
+            .map(|(t, p, _)| (t.clone(), *p))
+            .collect();
+        let mut records = Vec::new();
+        if !eligible.is_empty() {
+            let dead = cleanup_group(g, |g| remove_offsets(g, &eligible), &mut records);
+            if dead && g.pending.is_empty() {
+                self.remove_dead_group(group_id, &mut records);
+            }
+        }
+        self.debug_check();
+        (NONE, codes, records)
+    }
+
+    /// KIP-211 expiry over every group (Kafka's `cleanupGroupMetadata`): offsets of an Empty
+    /// group expire `offsets_retention_ms` after it became Empty; offsets of a Stable consumer
+    /// group expire that long after their commit if no member subscribes to the topic; simple
+    /// commits (no protocol type) expire that long after their commit; value-v1 offsets at
+    /// their explicit expire timestamp. An Empty group left with no offsets (and no pending
+    /// joiners) is deleted. Returns the tombstones.
+    pub(super) fn expire_offsets(&mut self, now_ms: i64) -> Vec<OffsetsRecord> {
+        let retention = self.config.offsets_retention_ms;
+        let mut records = Vec::new();
+        let mut dead = Vec::new();
+        for (id, g) in self.groups.iter_mut() {
+            let is_dead = cleanup_group(
+                g,
+                |g| {
+                    let expired = expired_offsets(g, now_ms, retention);
+                    remove_offsets(g, &expired)
+                },
+                &mut records,
+            );
+            if is_dead && g.pending.is_empty() {
+                dead.push(id.clone());
+            }
+        }
+        for id in dead {
+            self.remove_dead_group(&id, &mut records);
+        }
+        records
+    }
+
+    /// Drops a group whose state is gone, with the group tombstone if it ever had a
+    /// generation (a group used only for offset storage never had a metadata record).
+    pub(super) fn remove_dead_group(&mut self, group_id: &str, records: &mut Vec<OffsetsRecord>) {
+        if let Some(g) = self.groups.remove(group_id) {
+            debug_assert!(g.is(GroupState::Empty));
+            if g.generation > 0 {
+                records.push(OffsetsRecord {
+                    key: codec::group_key(group_id),
+                    value: None,
+                });
+            }
+        }
+    }
+}
+
+/// Validates and stores offsets: 17 for a topic name that cannot be keyed, 12 for metadata
+/// longer than `offset.metadata.max.bytes` (UTF-16 units, like Java's `String.length`).
+fn store_offsets(
+    cfg: &GroupConfig,
+    g: &mut Group,
+    now_ms: i64,
+    offsets: &[CommitOffset],
+) -> (PartitionCodes, Vec<OffsetsRecord>) {
+    let mut codes = Vec::with_capacity(offsets.len());
+    let mut records = Vec::new();
+    for o in offsets {
+        let metadata = o.metadata.as_deref().unwrap_or("");
+        let code = if !fits_int16_string(&o.topic) {
+            INVALID_TOPIC_EXCEPTION
+        } else if !fits_int16_string(metadata)
+            || metadata.encode_utf16().count() > cfg.offset_metadata_max_bytes
+        {
+            OFFSET_METADATA_TOO_LARGE
+        } else {
+            let committed = CommittedOffset {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: metadata.to_owned(),
+                commit_timestamp: now_ms,
+            };
+            records.push(OffsetsRecord {
+                key: codec::offset_key(&g.id, &o.topic, o.partition),
+                value: Some(codec::offset_value(&committed)),
+            });
+            g.offsets.insert(
+                (o.topic.clone(), o.partition),
+                StoredOffset {
+                    committed,
+                    expire_timestamp: None,
+                },
+            );
+            NONE
+        };
+        codes.push((o.topic.clone(), o.partition, code));
+    }
+    (codes, records)
+}
+
+/// Which offsets of `g` have expired at `now_ms` (Kafka's `removeExpiredOffsets`).
+fn expired_offsets(g: &Group, now_ms: i64, retention_ms: i64) -> Vec<(String, i32)> {
+    let expired = |o: &StoredOffset, base: i64| match o.expire_timestamp {
+        None => now_ms.saturating_sub(base) >= retention_ms,
+        Some(at) => now_ms >= at,
+    };
+    let empty = g.is(GroupState::Empty);
+    let select = |f: &dyn Fn(&(String, i32), &StoredOffset) -> bool| -> Vec<(String, i32)> {
+        g.offsets
+            .iter()
+            .filter(|(k, o)| f(k, o))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    match g.protocol_type.as_deref() {
+        Some(_) if empty => {
+            select(&|_, o| expired(o, g.state_timestamp.unwrap_or(o.committed.commit_timestamp)))
+        }
+        Some(CONSUMER_PROTOCOL_TYPE) => match &g.subscribed_topics {
+            Some(topics) => {
+                select(&|(t, _), o| !topics.contains(t) && expired(o, o.committed.commit_timestamp))
+            }
+            None => Vec::new(),
+        },
+        None => select(&|_, o| expired(o, o.committed.commit_timestamp)),
+        Some(_) => Vec::new(),
+    }
+}
+
+/// Removes the given offsets, returning how many were present.
+fn remove_offsets(g: &mut Group, partitions: &[(String, i32)]) -> Vec<(String, i32)> {
+    partitions
+        .iter()
+        .filter(|k| g.offsets.remove(k).is_some())
+        .cloned()
+        .collect()
+}
+
+/// Kafka's `cleanupGroupMetadata` for one group: run `selector` to remove offsets, write
+/// their tombstones, and report whether the group is now dead (Empty without offsets); the
+/// caller then removes it with `remove_dead_group`.
+fn cleanup_group(
+    g: &mut Group,
+    selector: impl FnOnce(&mut Group) -> Vec<(String, i32)>,
+    records: &mut Vec<OffsetsRecord>,
+) -> bool {
+    for (t, p) in selector(g) {
+        records.push(OffsetsRecord {
+            key: codec::offset_key(&g.id, &t, p),
+            value: None,
+        });
+    }
+    g.is(GroupState::Empty) && g.offsets.is_empty()
+}

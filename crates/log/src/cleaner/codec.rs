@@ -1,0 +1,75 @@
+//! The compression codecs of record batches (attribute bits 0-2), for the cleaner only.
+//!
+//! The append path never decompresses anything; compaction must, because it drops records
+//! from inside a compressed block. The codecs are kafka-protocol's (gzip, xerial-framed snappy
+//! with the raw fallback, LZ4 frame, zstd), so what the cleaner writes is what Kafka clients read.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+
+/// Codec output, or why the bytes could not be (de)compressed (kafka-protocol's `anyhow`
+/// errors are flattened to text so they stay out of this crate's API).
+type CodecResult = Result<Vec<u8>, String>;
+
+/// Decompresses the records area of a batch compressed with `codec` (1 gzip .. 4 zstd).
+pub(crate) fn decompress(codec: u8, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn run<D: Decompressor<Bytes, Buf = Bytes>>(data: &[u8]) -> CodecResult {
+        let mut src = Bytes::copy_from_slice(data);
+        D::decompress(&mut src, |out: &mut Bytes| {
+            Ok(out.copy_to_bytes(out.remaining()).to_vec())
+        })
+        .map_err(|e| format!("{e:#}"))
+    }
+    match codec {
+        0 => Ok(data.to_vec()),
+        1 => run::<Gzip>(data),
+        2 => run::<Snappy>(data),
+        3 => run::<Lz4>(data),
+        4 => run::<Zstd>(data),
+        other => Err(format!("unknown compression codec {other}")),
+    }
+}
+
+/// Compresses `data` (encoded records) with `codec`, as one block like a producer does.
+pub(crate) fn compress(codec: u8, data: &[u8]) -> Result<Vec<u8>, String> {
+    fn run<C: Compressor<BytesMut, BufMut = BytesMut>>(data: &[u8]) -> CodecResult {
+        let mut out = BytesMut::new();
+        C::compress(&mut out, |tmp: &mut BytesMut| {
+            tmp.put_slice(data);
+            Ok(())
+        })
+        .map_err(|e| format!("{e:#}"))?;
+        Ok(out.to_vec())
+    }
+    match codec {
+        0 => Ok(data.to_vec()),
+        1 => run::<Gzip>(data),
+        2 => run::<Snappy>(data),
+        3 => run::<Lz4>(data),
+        4 => run::<Zstd>(data),
+        other => Err(format!("unknown compression codec {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_codec_round_trips_and_garbage_is_an_error() {
+        let data: Vec<u8> = (0..10_000u32)
+            .flat_map(|i| (i % 251).to_be_bytes())
+            .collect();
+        for codec in 0..=4u8 {
+            let c = compress(codec, &data).unwrap();
+            assert_eq!(decompress(codec, &c).unwrap(), data, "codec {codec}");
+        }
+        for codec in 1..=4u8 {
+            assert!(
+                decompress(codec, b"\x00\x01garbage").is_err(),
+                "codec {codec}"
+            );
+        }
+        assert!(decompress(7, b"").is_err());
+    }
+}

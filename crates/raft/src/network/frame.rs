@@ -1,0 +1,137 @@
+//! The wire format of the quorum RPCs on the controller listener.
+//!
+//! Each message is a frame: a 4-byte big-endian length, then a JSON body. JSON because the
+//! metadata log is small and low-rate and openraft's types already derive serde; the length
+//! prefix lets a reader reject an oversized or truncated frame before decoding anything. One
+//! request gets one response on the same connection, in order.
+
+use std::io;
+
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::types::{NodeId, TypeConfig};
+
+/// Frames larger than this are refused (snapshot chunks are 256 KiB before JSON encoding).
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// A request from one quorum member to another.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcRequest {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// An observer asks to be added as a learner (see `learner.rs`).
+    Join {
+        node_id: NodeId,
+        address: String,
+    },
+}
+
+/// The answer to an [`RpcRequest`], variant for variant.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcResponse {
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
+    Join(JoinResponse),
+    /// The request could not be decoded or handled at all.
+    Error(String),
+}
+
+/// The answer to a join request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JoinResponse {
+    /// The node is (now) a learner in the membership.
+    Joined,
+    /// Ask the leader instead.
+    NotLeader {
+        leader: Option<NodeId>,
+        address: Option<String>,
+    },
+    Failed(String),
+}
+
+fn invalid(msg: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
+}
+
+/// Encodes `msg` as one frame (length prefix included).
+pub fn encode<T: Serialize>(msg: &T) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4];
+    serde_json::to_writer(&mut buf, msg).map_err(invalid)?;
+    let len = buf.len() - 4;
+    if len > MAX_FRAME_BYTES {
+        return Err(invalid(format!(
+            "frame of {len} bytes exceeds {MAX_FRAME_BYTES}"
+        )));
+    }
+    buf[..4].copy_from_slice(&(len as u32).to_be_bytes());
+    Ok(buf)
+}
+
+/// Decodes a frame body.
+pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> io::Result<T> {
+    serde_json::from_slice(body).map_err(invalid)
+}
+
+/// Reads one frame body; `Ok(None)` on a clean end of stream before a frame starts.
+pub async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(invalid(format!(
+            "frame of {len} bytes exceeds {MAX_FRAME_BYTES}"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await?;
+    Ok(Some(body))
+}
+
+/// Writes an encoded frame and flushes it.
+pub async fn write_frame<W: AsyncWriteExt + Unpin>(w: &mut W, frame: &[u8]) -> io::Result<()> {
+    w.write_all(frame).await?;
+    w.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_round_trip_and_bad_frames_are_errors() {
+        let req = RpcRequest::Join {
+            node_id: 4,
+            address: "h:1".into(),
+        };
+        let frame = encode(&req).unwrap();
+        let mut r = &frame[..];
+        let body = read_frame(&mut r).await.unwrap().unwrap();
+        match decode::<RpcRequest>(&body).unwrap() {
+            RpcRequest::Join { node_id, address } => {
+                assert_eq!((node_id, address.as_str()), (4, "h:1"))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Clean EOF, truncated body, oversized length, garbage body.
+        assert!(read_frame(&mut &b""[..]).await.unwrap().is_none());
+        assert!(read_frame(&mut &frame[..frame.len() - 1]).await.is_err());
+        assert!(read_frame(&mut &[0xff, 0xff, 0xff, 0xff][..])
+            .await
+            .is_err());
+        assert!(decode::<RpcRequest>(b"{\"Nope\":1}").is_err());
+    }
+}

@@ -1,0 +1,6 @@
+//! Quorum RPCs: the frame format, the client transport, openraft's network adapter, the server.
+
+pub mod client;
+pub mod frame;
+pub mod raft_network;
+pub mod server;

@@ -1,0 +1,118 @@
+//! The server side of the quorum RPCs: accepts connections on the controller listener and
+//! hands each request to the local Raft node.
+//!
+//! The broker owns the listener (`--controller-listen`) and passes it to
+//! [`crate::MetadataQuorum::start`], which runs [`serve_rpc`]; [`handle_request`] is public so a
+//! caller with its own accept loop (or an in-process test network) can dispatch requests too.
+//! A connection that sends a malformed frame is closed; other connections are unaffected.
+
+use std::collections::BTreeMap;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::ChangeMembers;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::network::frame::{
+    decode, encode, read_frame, write_frame, JoinResponse, RpcRequest, RpcResponse,
+};
+use crate::types::{Node, NodeId, Raft};
+
+/// Accepts connections forever, one task per connection; dropping (aborting) the returned
+/// future closes the listener and every connection it accepted.
+pub async fn serve_rpc(listener: TcpListener, raft: Raft) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let raft = raft.clone();
+                    connections.spawn(async move {
+                        if let Err(e) = serve_connection(stream, &raft).await {
+                            tracing::debug!(%peer, error = %e, "quorum connection closed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accepting a quorum connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, raft: &Raft) -> std::io::Result<()> {
+    while let Some(body) = read_frame(&mut stream).await? {
+        let request: RpcRequest = decode(&body)?;
+        let response = handle_request(raft, request).await;
+        write_frame(&mut stream, &encode(&response)?).await?;
+    }
+    Ok(())
+}
+
+/// Handles one decoded request with the local Raft node.
+pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
+    match request {
+        RpcRequest::AppendEntries(rpc) => {
+            RpcResponse::AppendEntries(raft.append_entries(rpc).await)
+        }
+        RpcRequest::Vote(rpc) => RpcResponse::Vote(raft.vote(rpc).await),
+        RpcRequest::InstallSnapshot(rpc) => {
+            RpcResponse::InstallSnapshot(raft.install_snapshot(rpc).await)
+        }
+        RpcRequest::Join { node_id, address } => {
+            RpcResponse::Join(handle_join(raft, node_id, address).await)
+        }
+    }
+}
+
+/// Decodes a frame body, handles it and encodes the response frame: the whole server side for
+/// callers that run their own connection loop.
+pub async fn handle_frame(raft: &Raft, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let response = match decode::<RpcRequest>(body) {
+        Ok(request) => handle_request(raft, request).await,
+        Err(e) => RpcResponse::Error(format!("undecodable request: {e}")),
+    };
+    encode(&response)
+}
+
+/// Adds an observer as a learner (leader only). Idempotent: an observer that is already a
+/// learner with the same address is simply told so; one whose address changed (restarted on
+/// another port) gets it replaced, which is safe for a learner because it never votes.
+async fn handle_join(raft: &Raft, node_id: NodeId, address: String) -> JoinResponse {
+    let metrics = raft.metrics().borrow().clone();
+    let membership = metrics.membership_config.membership().clone();
+    if membership.voter_ids().any(|v| v == node_id) {
+        return JoinResponse::Failed(format!(
+            "node {node_id} is a voter; it cannot join as an observer"
+        ));
+    }
+    if membership
+        .get_node(&node_id)
+        .is_some_and(|n| n.addr == address)
+    {
+        return JoinResponse::Joined;
+    }
+    let node = Node { addr: address };
+    let result = if membership.get_node(&node_id).is_some() {
+        raft.change_membership(
+            ChangeMembers::SetNodes(BTreeMap::from([(node_id, node)])),
+            true,
+        )
+        .await
+    } else {
+        raft.add_learner(node_id, node, false).await
+    };
+    match result {
+        Ok(_) => JoinResponse::Joined,
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => JoinResponse::NotLeader {
+            leader: f.leader_id,
+            address: f.leader_node.map(|n| n.addr),
+        },
+        Err(e) => JoinResponse::Failed(e.to_string()),
+    }
+}

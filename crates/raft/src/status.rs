@@ -1,0 +1,36 @@
+//! The quorum's state as `kafka-metadata-quorum.sh --describe --status` shows it.
+
+use serde::Serialize;
+
+/// One member of the quorum and how far it has replicated (known on the leader only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplicaStatus {
+    pub node_id: i32,
+    /// The controller listener `host:port` Raft replicates to.
+    pub address: String,
+    /// The Raft log end offset (last replicated index + 1), as the leader last saw it.
+    pub log_end_offset: Option<u64>,
+    /// Entries behind the leader's log end.
+    pub lag: Option<u64>,
+}
+
+/// The view of the quorum from one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QuorumStatus {
+    /// The node answering.
+    pub node_id: i32,
+    /// The leader (the active controller), if known.
+    pub leader_id: Option<i32>,
+    /// The Raft term: the controller epoch.
+    pub leader_epoch: u64,
+    /// Raft log entries applied on this node (= committed as far as it knows), as an end
+    /// offset: Kafka's high watermark of `__cluster_metadata`.
+    pub high_watermark: u64,
+    /// The offset of the last committed metadata record on this node (-1: none).
+    pub last_record_offset: i64,
+    /// This node's Raft log end offset.
+    pub log_end_offset: u64,
+    pub voters: Vec<ReplicaStatus>,
+    /// Learners: brokers following the log without voting.
+    pub observers: Vec<ReplicaStatus>,
+}
