@@ -47,6 +47,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("offsets.topic.replication.factor", "3"),
     ("transaction.state.log.replication.factor", "3"),
     ("broker.rack", ""),
+    ("broker.heartbeat.interval.ms", "2000"),
+    ("broker.session.timeout.ms", "9000"),
 ];
 
 /// Properties whose names we accept although they come from Kafka's time-unit families.
@@ -67,7 +69,19 @@ const ALSO_KNOWN: &[&str] = &[
     "log.dir",
     "listeners",
     "advertised.listeners",
+    "process.roles",
+    "controller.quorum.voters",
 ];
+
+/// Cluster mode: this node's roles and the controller quorum.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub broker: bool,
+    pub controller: bool,
+    pub voters: BTreeMap<i32, String>,
+    /// Where the quorum listener binds (a controller's own voter address by default).
+    pub controller_listen: SocketAddr,
+}
 
 /// The resolved configuration of one broker process.
 #[derive(Debug, Clone)]
@@ -76,6 +90,8 @@ pub struct BrokerConfig {
     pub listen: SocketAddr,
     pub advertise: Option<String>,
     pub data_dir: PathBuf,
+    /// Present when `--controller-quorum-voters` (or `controller.quorum.voters`) is given.
+    pub cluster: Option<ClusterConfig>,
     /// The Kafka properties set explicitly (TOML file, then overrides); defaults are not in
     /// here, so DescribeConfigs can tell a static setting from a default.
     pub props: BTreeMap<String, String>,
@@ -109,11 +125,16 @@ impl BrokerConfig {
                 args.listen
             ))
         })?;
+        if let Some(rack) = &args.rack {
+            props.insert("broker.rack".into(), rack.clone());
+        }
+        let cluster = cluster_config(args, &props)?;
         let config = BrokerConfig {
             node_id: args.node_id,
             listen,
             advertise: args.advertise.clone(),
             data_dir: args.data_dir.clone(),
+            cluster,
             props,
         };
         config.validate()?;
@@ -207,6 +228,110 @@ impl BrokerConfig {
     }
 }
 
+/// Parses `id@host:port,...` (Kafka's `controller.quorum.voters`).
+pub fn parse_voters(raw: &str) -> Result<BTreeMap<i32, String>, BrokerError> {
+    let mut voters = BTreeMap::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, address) = entry.split_once('@').ok_or_else(|| {
+            BrokerError::Config(format!(
+                "--controller-quorum-voters entry '{entry}' is not id@host:port"
+            ))
+        })?;
+        let id: i32 = id.parse().ok().filter(|i| *i >= 0).ok_or_else(|| {
+            BrokerError::Config(format!(
+                "--controller-quorum-voters entry '{entry}' has a bad node id"
+            ))
+        })?;
+        if address
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+            .is_none()
+        {
+            return Err(BrokerError::Config(format!(
+                "--controller-quorum-voters entry '{entry}' needs host:port"
+            )));
+        }
+        if voters.insert(id, address.to_string()).is_some() {
+            return Err(BrokerError::Config(format!(
+                "--controller-quorum-voters lists node {id} twice"
+            )));
+        }
+    }
+    Ok(voters)
+}
+
+fn cluster_config(
+    args: &BrokerArgs,
+    props: &BTreeMap<String, String>,
+) -> Result<Option<ClusterConfig>, BrokerError> {
+    let roles = args
+        .process_roles
+        .clone()
+        .or_else(|| props.get("process.roles").cloned())
+        .unwrap_or_else(|| "broker,controller".into());
+    let mut broker = false;
+    let mut controller = false;
+    for role in roles.split(',').map(str::trim) {
+        match role {
+            "broker" => broker = true,
+            "controller" => controller = true,
+            other => {
+                return Err(BrokerError::Config(format!(
+                    "--process-roles takes broker, controller or both; got '{other}'"
+                )))
+            }
+        }
+    }
+    let voters_raw = args
+        .controller_quorum_voters
+        .clone()
+        .or_else(|| props.get("controller.quorum.voters").cloned());
+    let Some(voters_raw) = voters_raw else {
+        if !(broker && controller) {
+            return Err(BrokerError::Config(
+                "--process-roles other than broker,controller needs --controller-quorum-voters"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let voters = parse_voters(&voters_raw)?;
+    if voters.is_empty() {
+        return Err(BrokerError::Config(
+            "--controller-quorum-voters is empty".into(),
+        ));
+    }
+    let own = voters.get(&args.node_id);
+    if controller && own.is_none() {
+        return Err(BrokerError::Config(format!(
+            "node {} has the controller role but is not in --controller-quorum-voters ({voters_raw})",
+            args.node_id
+        )));
+    }
+    if !controller && own.is_some() {
+        return Err(BrokerError::Config(format!(
+            "node {} is a voter in --controller-quorum-voters but has no controller role",
+            args.node_id
+        )));
+    }
+    let listen_raw = args
+        .controller_listen
+        .clone()
+        .or_else(|| own.cloned())
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let controller_listen: SocketAddr = listen_raw.parse().map_err(|_| {
+        BrokerError::Config(format!(
+            "--controller-listen expects IP:PORT, got '{listen_raw}'"
+        ))
+    })?;
+    Ok(Some(ClusterConfig {
+        broker,
+        controller,
+        voters,
+        controller_listen,
+    }))
+}
+
 fn default_of(key: &str) -> Option<&'static str> {
     DEFAULTS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
@@ -250,7 +375,45 @@ mod tests {
             data_dir: "./x".into(),
             config: None,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            process_roles: None,
+            controller_listen: None,
+            controller_quorum_voters: None,
+            rack: None,
         }
+    }
+
+    #[test]
+    fn cluster_settings_are_validated() {
+        let mut a = args(&[]);
+        a.controller_quorum_voters = Some("1@127.0.0.1:19093,2@127.0.0.1:19094".into());
+        let c = BrokerConfig::from_args(&a).unwrap();
+        let cluster = c.cluster.as_ref().unwrap();
+        assert!(cluster.broker && cluster.controller);
+        assert_eq!(cluster.voters.len(), 2);
+        assert_eq!(cluster.controller_listen.to_string(), "127.0.0.1:19093");
+        a.node_id = 3;
+        let e = BrokerConfig::from_args(&a).unwrap_err().to_string();
+        assert!(e.contains("not in --controller-quorum-voters"), "{e}");
+        a.process_roles = Some("broker".into());
+        assert!(
+            BrokerConfig::from_args(&a).is_ok(),
+            "a broker-only node need not be a voter"
+        );
+        a.controller_quorum_voters = Some("1@127.0.0.1:1,1@127.0.0.1:2".into());
+        assert!(BrokerConfig::from_args(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
+        a.controller_quorum_voters = Some("x@127.0.0.1:1".into());
+        assert!(BrokerConfig::from_args(&a).is_err());
+        a.controller_quorum_voters = None;
+        a.process_roles = Some("broker".into());
+        assert!(
+            BrokerConfig::from_args(&a).is_err(),
+            "broker-only needs voters"
+        );
+        a.process_roles = Some("nonsense".into());
+        assert!(BrokerConfig::from_args(&a).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use runnel_metadata::{BrokerDefaults, MetadataImage};
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
-use crate::controller_shell::ControllerHandle;
+use crate::controller_client::ControllerClient;
 use crate::group_manager::GroupHandle;
 use crate::replica_manager::ReplicaManager;
 
@@ -28,14 +28,28 @@ impl RequestContext {
     }
 }
 
+/// Everything a [`Broker`] is built from (startup assembles these).
+pub struct BrokerParts {
+    pub config: BrokerConfig,
+    pub cluster_id: String,
+    pub image: watch::Receiver<Arc<MetadataImage>>,
+    pub controller: ControllerClient,
+    pub replicas: Arc<ReplicaManager>,
+    pub groups: GroupHandle,
+    pub defaults: BrokerDefaults,
+    pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
+}
+
 pub struct Broker {
     pub config: BrokerConfig,
     pub node_id: i32,
     pub cluster_id: String,
     pub image: watch::Receiver<Arc<MetadataImage>>,
-    pub controller: ControllerHandle,
+    pub controller: ControllerClient,
     pub replicas: Arc<ReplicaManager>,
     pub groups: GroupHandle,
+    /// The metadata quorum in cluster mode (None on a single node).
+    pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
     producer_ids: Mutex<(i64, i64)>,
     /// Cached typed properties read on hot paths.
     pub max_request_bytes: usize,
@@ -44,15 +58,17 @@ pub struct Broker {
 }
 
 impl Broker {
-    pub fn new(
-        config: BrokerConfig,
-        cluster_id: String,
-        image: watch::Receiver<Arc<MetadataImage>>,
-        controller: ControllerHandle,
-        replicas: Arc<ReplicaManager>,
-        groups: GroupHandle,
-        defaults: BrokerDefaults,
-    ) -> Self {
+    pub fn new(parts: BrokerParts) -> Self {
+        let BrokerParts {
+            config,
+            cluster_id,
+            image,
+            controller,
+            replicas,
+            groups,
+            defaults,
+            quorum,
+        } = parts;
         let max_request_bytes = config.get_i64("socket.request.max.bytes", 104857600) as usize;
         let auto_create_topics = config.get_bool("auto.create.topics.enable", true);
         Broker {
@@ -63,6 +79,7 @@ impl Broker {
             controller,
             replicas,
             groups,
+            quorum,
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,
             auto_create_topics,
@@ -80,9 +97,18 @@ impl Broker {
         self.image.borrow().clone()
     }
 
-    /// The active controller's id. Single node: this node (the Raft leader comes next).
+    /// The controller id clients see: the quorum leader when it is a live broker (clients can
+    /// only talk to brokers), else any live broker, as KRaft does; this node when alone.
     pub fn controller_id(&self) -> i32 {
-        self.node_id
+        let Some(quorum) = &self.quorum else {
+            return self.node_id;
+        };
+        let image = self.image();
+        let live = |id: i32| image.brokers.get(&id).is_some_and(|b| !b.fenced);
+        match quorum.leader() {
+            Some(leader) if live(leader) => leader,
+            _ => image.live_brokers().map(|b| b.id).next().unwrap_or(-1),
+        }
     }
 
     /// Hands out the next producer id, fetching a new block from the controller when needed.

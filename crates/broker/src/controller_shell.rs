@@ -1,18 +1,23 @@
 //! The controller's imperative shell: one task, one bounded queue, every decision in order.
 //!
 //! The pure [`Controller`] decides; this task applies the records to a candidate image first (so
-//! an inconsistent record is never made durable), appends them to the metadata log, publishes the
-//! new image, and then lets the state machines react (`on_commit`) until they have nothing left
-//! to change — the seed's "persist the plan, then drive partitions and replicas Online".
+//! an inconsistent record is never made durable), commits them through the backend (the file
+//! log on a single node, the Raft quorum in a cluster), and then lets the state machines react
+//! (`on_commit`) until they have nothing left to change — the seed's "persist the plan, then
+//! drive partitions and replicas Online". In a cluster only the quorum leader decides: every
+//! other node answers NOT_CONTROLLER and the caller retries at the leader.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use runnel_metadata::{
-    AlterConfigOp, ApiError, ConfigResource, Controller, CreatePartitionsRequest,
+    AlterConfigOp, ApiError, ConfigResource, Controller, ControllerConfig, CreatePartitionsRequest,
     CreateTopicOutcome, CreateTopicRequest, MetadataImage, MetadataRecord, StateChangeEvent,
     TopicRef,
 };
-use tokio::sync::{mpsc, oneshot};
+use runnel_raft::{MetadataQuorum, QuorumError};
+use tokio::sync::{mpsc, oneshot, watch};
 use uuid::Uuid;
 
 use crate::metadata_log::MetadataLog;
@@ -22,45 +27,74 @@ use crate::publisher::Publisher;
 const QUEUE_CAPACITY: usize = 1024;
 
 pub type DeleteTopicResult = (TopicRef, Option<String>, Result<Uuid, ApiError>);
+pub type CreatePartitionsResult = (String, Result<(), ApiError>);
+/// State-change events with their sequence numbers, and the next sequence number.
+pub type EventsSince = (Vec<(u64, StateChangeEvent)>, u64);
+
+type Reply<T> = oneshot::Sender<Result<T, ApiError>>;
 
 enum Command {
     CreateTopics {
         requests: Vec<CreateTopicRequest>,
         validate_only: bool,
-        reply: oneshot::Sender<Vec<CreateTopicOutcome>>,
+        reply: Reply<Vec<CreateTopicOutcome>>,
     },
     DeleteTopics {
         topics: Vec<TopicRef>,
         api_version: i16,
-        reply: oneshot::Sender<Vec<DeleteTopicResult>>,
+        reply: Reply<Vec<DeleteTopicResult>>,
     },
     CreatePartitions {
         requests: Vec<CreatePartitionsRequest>,
         validate_only: bool,
-        reply: oneshot::Sender<Vec<(String, Result<(), ApiError>)>>,
+        reply: Reply<Vec<CreatePartitionsResult>>,
     },
     AlterConfigs {
         resource: ConfigResource,
         ops: Vec<(String, AlterConfigOp, Option<String>)>,
         incremental: bool,
         validate_only: bool,
-        reply: oneshot::Sender<Result<(), ApiError>>,
+        reply: Reply<()>,
     },
     RegisterBroker {
         broker_id: i32,
+        incarnation_id: Uuid,
         host: String,
         port: u16,
         rack: Option<String>,
-        reply: oneshot::Sender<Result<(), ApiError>>,
+        reply: Reply<()>,
+    },
+    Heartbeat {
+        broker_id: i32,
+        metadata_offset: i64,
+        /// Answer: whether the broker is still fenced.
+        reply: Reply<bool>,
     },
     AllocateProducerIds {
         broker_id: i32,
         count: i64,
-        reply: oneshot::Sender<Result<i64, ApiError>>,
+        reply: Reply<i64>,
     },
     Events {
-        reply: oneshot::Sender<Vec<StateChangeEvent>>,
+        since: u64,
+        reply: Reply<EventsSince>,
     },
+}
+
+impl Command {
+    /// Answers the command with `e` without running it.
+    fn fail(self, e: ApiError) {
+        match self {
+            Command::CreateTopics { reply, .. } => drop(reply.send(Err(e))),
+            Command::DeleteTopics { reply, .. } => drop(reply.send(Err(e))),
+            Command::CreatePartitions { reply, .. } => drop(reply.send(Err(e))),
+            Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
+            Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
+            Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
+            Command::AllocateProducerIds { reply, .. } => drop(reply.send(Err(e))),
+            Command::Events { reply, .. } => drop(reply.send(Err(e))),
+        }
+    }
 }
 
 /// Cheap, cloneable access to the controller task.
@@ -77,13 +111,10 @@ fn unavailable() -> ApiError {
 }
 
 impl ControllerHandle {
-    async fn call<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> Command,
-    ) -> Result<T, ApiError> {
+    async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, ApiError> {
         let (reply, rx) = oneshot::channel();
         self.tx.send(make(reply)).await.map_err(|_| unavailable())?;
-        rx.await.map_err(|_| unavailable())
+        rx.await.map_err(|_| unavailable())?
     }
 
     pub async fn create_topics(
@@ -116,7 +147,7 @@ impl ControllerHandle {
         &self,
         requests: Vec<CreatePartitionsRequest>,
         validate_only: bool,
-    ) -> Result<Vec<(String, Result<(), ApiError>)>, ApiError> {
+    ) -> Result<Vec<CreatePartitionsResult>, ApiError> {
         self.call(|reply| Command::CreatePartitions {
             requests,
             validate_only,
@@ -139,24 +170,36 @@ impl ControllerHandle {
             validate_only,
             reply,
         })
-        .await?
+        .await
     }
 
     pub async fn register_broker(
         &self,
         broker_id: i32,
+        incarnation_id: Uuid,
         host: String,
         port: u16,
         rack: Option<String>,
     ) -> Result<(), ApiError> {
         self.call(|reply| Command::RegisterBroker {
             broker_id,
+            incarnation_id,
             host,
             port,
             rack,
             reply,
         })
-        .await?
+        .await
+    }
+
+    /// Returns whether the broker is still fenced.
+    pub async fn heartbeat(&self, broker_id: i32, metadata_offset: i64) -> Result<bool, ApiError> {
+        self.call(|reply| Command::Heartbeat {
+            broker_id,
+            metadata_offset,
+            reply,
+        })
+        .await
     }
 
     pub async fn allocate_producer_ids(&self, broker_id: i32, count: i64) -> Result<i64, ApiError> {
@@ -165,26 +208,67 @@ impl ControllerHandle {
             count,
             reply,
         })
-        .await?
+        .await
     }
 
-    pub async fn events(&self) -> Result<Vec<StateChangeEvent>, ApiError> {
-        self.call(|reply| Command::Events { reply }).await
+    pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
+        self.call(|reply| Command::Events { since, reply }).await
     }
 }
 
-/// Owns the pure controller, the metadata log and the current image.
+/// Where committed metadata goes and comes from.
+pub enum Backend {
+    /// Single node: the shell appends to the file log and publishes the image itself.
+    Local {
+        log: Box<dyn MetadataLog>,
+        publisher: Publisher,
+    },
+    /// Cluster: the shell proposes to the Raft quorum; the metadata follower applies what
+    /// commits and publishes the image, which the shell reads back.
+    Quorum {
+        quorum: Arc<MetadataQuorum>,
+        image_rx: watch::Receiver<Arc<MetadataImage>>,
+    },
+}
+
+/// A broker's liveness session as the active controller sees it.
+struct Session {
+    last_seen: Instant,
+    /// Offset of the broker's registration record: it may be unfenced once it has caught up.
+    registered_at: i64,
+}
+
+/// How long the active controller waits for the quorum before answering with an error.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the active controller looks for expired broker sessions.
+const SESSION_CHECK: Duration = Duration::from_millis(500);
+
+/// Owns the pure controller, the metadata backend and the image it decides on.
 pub struct ControllerShell {
     controller: Controller,
-    log: Box<dyn MetadataLog>,
+    config: ControllerConfig,
+    backend: Backend,
     image: Arc<MetadataImage>,
-    publisher: Publisher,
+    /// The quorum term this shell is active in (0 = not active yet); it is the controller epoch.
+    active_term: u64,
+    sessions: HashMap<i32, Session>,
+    session_timeout: Duration,
 }
 
 fn storage_error(e: impl std::fmt::Display) -> ApiError {
     ApiError {
         code: 56, // KAFKA_STORAGE_ERROR
         message: format!("metadata log write failed: {e}"),
+    }
+}
+
+fn not_controller(leader: Option<i32>) -> ApiError {
+    ApiError {
+        code: runnel_metadata::codes::NOT_CONTROLLER,
+        message: match leader {
+            Some(id) => format!("this node is not the active controller; node {id} is"),
+            None => "no active controller right now (election in progress)".into(),
+        },
     }
 }
 
@@ -197,16 +281,20 @@ fn now_ms() -> i64 {
 
 impl ControllerShell {
     pub fn new(
-        controller: Controller,
-        log: Box<dyn MetadataLog>,
+        config: ControllerConfig,
+        backend: Backend,
         image: Arc<MetadataImage>,
-        publisher: Publisher,
+        session_timeout: Duration,
     ) -> Self {
+        let controller = Controller::new(config.clone(), 1, rand::random());
         ControllerShell {
             controller,
-            log,
+            config,
+            backend,
             image,
-            publisher,
+            active_term: 0,
+            sessions: HashMap::new(),
+            session_timeout,
         }
     }
 
@@ -214,18 +302,86 @@ impl ControllerShell {
     pub fn spawn(mut self) -> ControllerHandle {
         let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
         tokio::spawn(async move {
-            // Drive any partition left half-way (e.g. by a crash between commits) first.
-            if let Err(e) = self.settle() {
-                tracing::error!(error = %e.message, "controller could not settle state machines");
+            if matches!(self.backend, Backend::Local { .. }) {
+                self.active_term = 1;
+                // Drive any partition left half-way (e.g. by a crash between commits) first.
+                if let Err(e) = self.settle().await {
+                    tracing::error!(error = %e.message, "controller could not settle state machines");
+                }
             }
-            while let Some(command) = rx.recv().await {
-                self.handle(command);
+            let mut sessions = tokio::time::interval(SESSION_CHECK);
+            sessions.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    command = rx.recv() => match command {
+                        Some(command) => self.handle(command).await,
+                        None => return,
+                    },
+                    _ = sessions.tick() => self.expire_sessions().await,
+                }
             }
         });
         ControllerHandle { tx }
     }
 
-    fn handle(&mut self, command: Command) {
+    /// Makes sure this shell may decide: active, on the latest committed image. Becoming
+    /// active in a new term starts a fresh pure controller (its epoch is the term) and gives
+    /// every live broker a full session before it can be fenced.
+    async fn ensure_active(&mut self) -> Result<(), ApiError> {
+        let (quorum, mut image_rx) = match &self.backend {
+            Backend::Quorum { quorum, image_rx } => (quorum.clone(), image_rx.clone()),
+            Backend::Local { .. } => return Ok(()),
+        };
+        if !quorum.is_leader() {
+            self.active_term = 0;
+            return Err(not_controller(quorum.leader()));
+        }
+        let term = quorum.term();
+        if term != self.active_term {
+            let target = quorum.last_committed_offset();
+            let caught_up = matches!(
+                tokio::time::timeout(COMMIT_TIMEOUT, image_rx.wait_for(|i| i.offset >= target))
+                    .await,
+                Ok(Ok(_))
+            );
+            if !caught_up {
+                return Err(not_controller(quorum.leader()));
+            }
+            self.image = image_rx.borrow().clone();
+            self.controller = Controller::new(
+                self.config.clone(),
+                term.min(i32::MAX as u64) as i32,
+                rand::random(),
+            );
+            self.active_term = term;
+            let now = Instant::now();
+            self.sessions = self
+                .image
+                .brokers
+                .values()
+                .map(|b| {
+                    (
+                        b.id,
+                        Session {
+                            last_seen: now,
+                            registered_at: -1,
+                        },
+                    )
+                })
+                .collect();
+            tracing::info!(term, "this node is now the active controller");
+            self.settle().await?;
+        } else {
+            self.image = image_rx.borrow().clone();
+        }
+        Ok(())
+    }
+
+    async fn handle(&mut self, command: Command) {
+        if let Err(e) = self.ensure_active().await {
+            command.fail(e);
+            return;
+        }
         match command {
             Command::CreateTopics {
                 requests,
@@ -235,14 +391,14 @@ impl ControllerShell {
                 let (mut outcomes, records) =
                     self.controller
                         .create_topics(&self.image, &requests, validate_only);
-                if let Err(e) = self.commit(records) {
+                if let Err(e) = self.commit(records).await {
                     for outcome in &mut outcomes {
                         if outcome.result.is_ok() {
                             outcome.result = Err(e.clone());
                         }
                     }
                 }
-                let _ = reply.send(outcomes);
+                let _ = reply.send(Ok(outcomes));
             }
             Command::DeleteTopics {
                 topics,
@@ -252,14 +408,14 @@ impl ControllerShell {
                 let (mut results, records) =
                     self.controller
                         .delete_topics(&self.image, &topics, api_version);
-                if let Err(e) = self.commit(records) {
+                if let Err(e) = self.commit(records).await {
                     for r in &mut results {
                         if r.2.is_ok() {
                             r.2 = Err(e.clone());
                         }
                     }
                 }
-                let _ = reply.send(results);
+                let _ = reply.send(Ok(results));
             }
             Command::CreatePartitions {
                 requests,
@@ -269,14 +425,14 @@ impl ControllerShell {
                 let (mut results, records) =
                     self.controller
                         .create_partitions(&self.image, &requests, validate_only);
-                if let Err(e) = self.commit(records) {
+                if let Err(e) = self.commit(records).await {
                     for r in &mut results {
                         if r.1.is_ok() {
                             r.1 = Err(e.clone());
                         }
                     }
                 }
-                let _ = reply.send(results);
+                let _ = reply.send(Ok(results));
             }
             Command::AlterConfigs {
                 resource,
@@ -292,24 +448,31 @@ impl ControllerShell {
                     incremental,
                     validate_only,
                 );
-                let result = result.and_then(|()| self.commit(records));
+                let result = match result {
+                    Ok(()) => self.commit(records).await,
+                    Err(e) => Err(e),
+                };
                 let _ = reply.send(result);
             }
             Command::RegisterBroker {
                 broker_id,
+                incarnation_id,
                 host,
                 port,
                 rack,
                 reply,
             } => {
                 let result = self
-                    .controller
-                    .register_broker(&self.image, broker_id, Uuid::new_v4(), host, port, rack)
-                    .and_then(|records| self.commit(records))
-                    .and_then(|()| {
-                        let records = self.controller.unfence_broker(&self.image, broker_id);
-                        self.commit(records)
-                    });
+                    .register(broker_id, incarnation_id, host, port, rack)
+                    .await;
+                let _ = reply.send(result);
+            }
+            Command::Heartbeat {
+                broker_id,
+                metadata_offset,
+                reply,
+            } => {
+                let result = self.heartbeat(broker_id, metadata_offset).await;
                 let _ = reply.send(result);
             }
             Command::AllocateProducerIds {
@@ -320,21 +483,110 @@ impl ControllerShell {
                 let (first, records) =
                     self.controller
                         .allocate_producer_ids(&self.image, broker_id, count);
-                let _ = reply.send(self.commit(records).map(|()| first));
+                let result = self.commit(records).await.map(|()| first);
+                let _ = reply.send(result);
             }
-            Command::Events { reply } => {
-                let _ = reply.send(self.controller.events().cloned().collect());
+            Command::Events { since, reply } => {
+                let _ = reply.send(Ok(self.controller.events_since(since)));
+            }
+        }
+    }
+
+    async fn register(
+        &mut self,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+        rack: Option<String>,
+    ) -> Result<(), ApiError> {
+        let records = self.controller.register_broker(
+            &self.image,
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            rack,
+        )?;
+        self.commit_once(records).await?;
+        let registered_at = self.image.offset;
+        self.sessions.insert(
+            broker_id,
+            Session {
+                last_seen: Instant::now(),
+                registered_at,
+            },
+        );
+        if matches!(self.backend, Backend::Local { .. }) {
+            // A single node is caught up by construction: it is its own metadata log.
+            let records = self.controller.unfence_broker(&self.image, broker_id);
+            self.commit(records).await?;
+        } else {
+            self.settle().await?;
+        }
+        Ok(())
+    }
+
+    /// A heartbeat keeps the session alive and unfences a broker that has caught up with the
+    /// metadata log up to its registration (spec I.3).
+    async fn heartbeat(&mut self, broker_id: i32, metadata_offset: i64) -> Result<bool, ApiError> {
+        let Some(broker) = self.image.brokers.get(&broker_id) else {
+            return Err(ApiError {
+                code: 102, // BROKER_ID_NOT_REGISTERED
+                message: format!("broker {broker_id} is not registered"),
+            });
+        };
+        let fenced = broker.fenced;
+        let session = self.sessions.entry(broker_id).or_insert(Session {
+            last_seen: Instant::now(),
+            registered_at: -1,
+        });
+        session.last_seen = Instant::now();
+        if fenced && metadata_offset >= session.registered_at {
+            let records = self.controller.unfence_broker(&self.image, broker_id);
+            self.commit(records).await?;
+            return Ok(false);
+        }
+        Ok(fenced)
+    }
+
+    /// Fences brokers whose heartbeats stopped for longer than the session timeout.
+    async fn expire_sessions(&mut self) {
+        if self.active_term == 0 || matches!(self.backend, Backend::Local { .. }) {
+            return;
+        }
+        if self.ensure_active().await.is_err() {
+            return;
+        }
+        let now = Instant::now();
+        let expired: Vec<i32> = self
+            .image
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .filter(|b| {
+                self.sessions
+                    .get(&b.id)
+                    .is_none_or(|s| now.duration_since(s.last_seen) > self.session_timeout)
+            })
+            .map(|b| b.id)
+            .collect();
+        for broker_id in expired {
+            tracing::warn!(broker_id, "broker session expired: fencing it");
+            let records = self.controller.fence_broker(&self.image, broker_id);
+            if let Err(e) = self.commit(records).await {
+                tracing::error!(broker_id, error = %e.message, "could not fence broker");
             }
         }
     }
 
     /// Makes `records` durable and visible, then lets the state machines react until stable.
-    fn commit(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
-        self.commit_once(records)?;
-        self.settle()
+    async fn commit(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
+        self.commit_once(records).await?;
+        self.settle().await
     }
 
-    fn settle(&mut self) -> Result<(), ApiError> {
+    async fn settle(&mut self) -> Result<(), ApiError> {
         // Bounded: each round moves partitions forward; a controller that keeps emitting
         // records forever is a bug we want to see, not a hang.
         for _ in 0..16 {
@@ -342,17 +594,20 @@ impl ControllerShell {
             if follow_up.is_empty() {
                 return Ok(());
             }
-            self.commit_once(follow_up)?;
+            self.commit_once(follow_up).await?;
         }
         tracing::error!("controller state machines did not settle after 16 rounds");
         Ok(())
     }
 
-    fn commit_once(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
+    async fn commit_once(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
         if records.is_empty() {
             return Ok(());
         }
-        let first = self.log.next_offset();
+        let first = match &self.backend {
+            Backend::Local { log, .. } => log.next_offset(),
+            Backend::Quorum { .. } => self.image.offset + 1,
+        };
         let numbered: Vec<(i64, MetadataRecord)> = records
             .iter()
             .cloned()
@@ -364,10 +619,45 @@ impl ControllerShell {
             code: runnel_metadata::codes::UNKNOWN_SERVER_ERROR,
             message: format!("controller produced an inconsistent record: {e}"),
         })?;
-        let appended_at = self.log.append(&records).map_err(storage_error)?;
-        debug_assert_eq!(appended_at, first, "metadata log offsets must be dense");
-        self.image = Arc::new(next);
-        self.publisher.publish(self.image.clone());
+        match &mut self.backend {
+            Backend::Local { log, publisher } => {
+                let appended_at = log.append(&records).map_err(storage_error)?;
+                debug_assert_eq!(appended_at, first, "metadata log offsets must be dense");
+                self.image = Arc::new(next);
+                publisher.publish(self.image.clone());
+            }
+            Backend::Quorum { quorum, image_rx } => {
+                let n = records.len() as i64;
+                let proposed = tokio::time::timeout(COMMIT_TIMEOUT, quorum.propose(records)).await;
+                let first = match proposed {
+                    Ok(Ok(first)) => first,
+                    Ok(Err(QuorumError::NotLeader { leader })) => {
+                        self.active_term = 0;
+                        return Err(not_controller(leader));
+                    }
+                    Ok(Err(e)) => return Err(storage_error(e)),
+                    Err(_) => {
+                        return Err(ApiError {
+                            code: 7, // REQUEST_TIMED_OUT
+                            message: "the metadata quorum did not commit in time".into(),
+                        });
+                    }
+                };
+                let last = first + n - 1;
+                let applied = matches!(
+                    tokio::time::timeout(COMMIT_TIMEOUT, image_rx.wait_for(|i| i.offset >= last))
+                        .await,
+                    Ok(Ok(_))
+                );
+                if !applied {
+                    return Err(ApiError {
+                        code: 7,
+                        message: "the committed metadata was not applied in time".into(),
+                    });
+                }
+                self.image = image_rx.borrow().clone();
+            }
+        }
         Ok(())
     }
 }

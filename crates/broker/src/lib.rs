@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 pub mod config;
 pub mod context;
+pub mod controller_client;
+pub mod controller_rpc;
 pub mod controller_shell;
 pub mod dispatch;
 pub mod errors;
@@ -38,6 +40,18 @@ pub struct BrokerArgs {
     /// Kafka property override, `key=value` (repeatable).
     #[arg(long = "override", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
+    /// Kafka's `process.roles`: broker, controller, or both (the default: a combined node).
+    #[arg(long, value_name = "ROLES")]
+    pub process_roles: Option<String>,
+    /// Address of this node's controller (metadata quorum) listener.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub controller_listen: Option<String>,
+    /// Kafka's `controller.quorum.voters`: `id@host:port,...`. Without it the node runs alone.
+    #[arg(long, value_name = "VOTERS")]
+    pub controller_quorum_voters: Option<String>,
+    /// This broker's rack (Kafka's `broker.rack`), used by rack-aware placement.
+    #[arg(long)]
+    pub rack: Option<String>,
 }
 
 /// Errors that stop the broker.

@@ -13,16 +13,18 @@ use std::time::Duration;
 
 use runnel_log::LogManager;
 use runnel_metadata::{
-    effective_topic_config, BrokerDefaults, Controller, ControllerConfig, MetadataImage,
-    PlacementPolicy,
+    effective_topic_config, BrokerDefaults, ControllerConfig, MetadataImage, PlacementPolicy,
 };
+use runnel_raft::{Committed, MetadataQuorum, QuorumConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use uuid::Uuid;
 
 use crate::config::BrokerConfig;
-use crate::context::Broker;
-use crate::controller_shell::ControllerShell;
+use crate::context::{Broker, BrokerParts};
+use crate::controller_client::ControllerClient;
+use crate::controller_shell::{Backend, ControllerShell};
 use crate::metadata_log::{FileMetadataLog, MetadataLog};
 use crate::partition::log_config;
 use crate::publisher::Publisher;
@@ -36,6 +38,7 @@ pub struct RunningBroker {
     pub broker: Arc<Broker>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
+    quorum: Option<Arc<MetadataQuorum>>,
 }
 
 fn now_ms() -> i64 {
@@ -45,9 +48,16 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Reads `meta.properties` (Kafka's format) or writes a new one with a fresh cluster id.
-fn cluster_id(data_dir: &Path, node_id: i32) -> Result<String, BrokerError> {
+/// Reads `meta.properties` (Kafka's format) or writes a new one. A single node gets a fresh
+/// random cluster id; cluster members derive it from the voter set, so every node of one cluster
+/// agrees without a separate format step.
+fn cluster_id(
+    data_dir: &Path,
+    node_id: i32,
+    voters: Option<&BTreeMap<i32, String>>,
+) -> Result<String, BrokerError> {
     let path = data_dir.join("meta.properties");
+    let derived = voters.map(cluster_id_from_voters);
     if let Ok(text) = std::fs::read_to_string(&path) {
         let props: BTreeMap<&str, &str> = text
             .lines()
@@ -65,16 +75,113 @@ fn cluster_id(data_dir: &Path, node_id: i32) -> Result<String, BrokerError> {
                 )));
             }
         }
-        if let Some(id) = props.get("cluster.id") {
-            return Ok(id.trim().to_string());
+        if let Some(id) = props.get("cluster.id").map(|s| s.trim().to_string()) {
+            match &derived {
+                Some(d) if *d != id => {
+                    return Err(BrokerError::Startup(format!(
+                        "{} belongs to cluster {id}, but these --controller-quorum-voters make cluster {d}: use another --data-dir",
+                        data_dir.display()
+                    )))
+                }
+                _ => return Ok(id),
+            }
         }
     }
-    let id = base64_url(uuid::Uuid::new_v4().as_bytes());
+    let id = derived.unwrap_or_else(|| base64_url(uuid::Uuid::new_v4().as_bytes()));
     let text = format!("#\n#Runnel\nversion=1\ncluster.id={id}\nnode.id={node_id}\n");
     let tmp = data_dir.join("meta.properties.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, &path)?;
     Ok(id)
+}
+
+/// A stable 16-byte id from the voter set (CRC-32C of four salted copies), base64url like Kafka's.
+fn cluster_id_from_voters(voters: &BTreeMap<i32, String>) -> String {
+    let text: String = voters.iter().map(|(id, a)| format!("{id}@{a},")).collect();
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+        let crc = crc32c::crc32c(format!("runnel-cluster-{i}:{text}").as_bytes());
+        chunk.copy_from_slice(&crc.to_be_bytes());
+    }
+    base64_url(&bytes)
+}
+
+/// The host and port clients should use: `--advertise`, else the bound listener.
+fn advertised(
+    config: &BrokerConfig,
+    listen_addr: SocketAddr,
+) -> Result<(String, u16), BrokerError> {
+    match &config.advertise {
+        Some(adv) => {
+            let (h, p) = adv.rsplit_once(':').ok_or_else(|| {
+                BrokerError::Config(format!("--advertise expects HOST:PORT, got '{adv}'"))
+            })?;
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| BrokerError::Config(format!("--advertise has a bad port: '{adv}'")))?;
+            Ok((h.to_string(), port))
+        }
+        None => Ok((listen_addr.ip().to_string(), listen_addr.port())),
+    }
+}
+
+/// Applies every committed metadata batch (or snapshot) to the image and publishes it: the
+/// same on controllers and plain brokers, so all of them converge on one image.
+async fn follow_quorum(
+    quorum: Arc<MetadataQuorum>,
+    cluster_id: String,
+    publisher: Publisher,
+    mut image: Arc<MetadataImage>,
+) {
+    let mut reader = quorum.committed();
+    while let Some(committed) = reader.next().await {
+        match committed {
+            Committed::Image(snapshot) => {
+                let mut next = (*snapshot).clone();
+                next.cluster_id = cluster_id.clone();
+                image = Arc::new(next);
+            }
+            Committed::Records(records) => match image.apply(&records) {
+                Ok(next) => image = Arc::new(next),
+                Err(e) => {
+                    tracing::error!(error = %e, "committed metadata does not apply to the image");
+                    continue;
+                }
+            },
+        }
+        publisher.publish(image.clone());
+    }
+}
+
+/// Keeps this broker's session alive at the active controller; re-registers if the controller
+/// no longer knows it (e.g. after it was fenced and unregistered, or a controller restart).
+async fn heartbeat_loop(
+    client: ControllerClient,
+    node_id: i32,
+    incarnation: Uuid,
+    endpoint: (String, u16, Option<String>),
+    image: watch::Receiver<Arc<MetadataImage>>,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let offset = image.borrow().offset;
+        match client.heartbeat(node_id, offset, every).await {
+            Ok(_) => {}
+            Err(e) if e.code == 102 => {
+                let (host, port, rack) = endpoint.clone();
+                if let Err(e) = client
+                    .register_broker(node_id, incarnation, host, port, rack, every)
+                    .await
+                {
+                    tracing::warn!(error = %e.message, "re-registration failed");
+                }
+            }
+            Err(e) => tracing::debug!(error = %e.message, "heartbeat not delivered"),
+        }
+    }
 }
 
 /// Kafka prints ids (cluster, topic) as unpadded URL-safe base64 of the 16 bytes.
@@ -104,22 +211,10 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             data_dir.display()
         ))
     })?;
-    let cluster_id = cluster_id(&data_dir, config.node_id)?;
     let defaults = BrokerDefaults::new(config.props.clone());
     let default_log_config = log_config(&effective_topic_config(&BTreeMap::new(), &defaults));
     let logs = LogManager::open(data_dir.clone(), default_log_config)?;
-
-    let metadata_log = FileMetadataLog::open(&data_dir.join("metadata"))?;
-    let records = metadata_log.replay()?;
-    let image = MetadataImage::empty(cluster_id.clone())
-        .apply(&records)
-        .map_err(|e| BrokerError::Startup(format!("metadata log cannot be replayed: {e}")))?;
-    let image = Arc::new(image);
-
     let replicas = Arc::new(ReplicaManager::new(config.node_id, logs, defaults.clone()));
-    let (image_tx, image_rx) = watch::channel(image.clone());
-    let publisher = Publisher::new(replicas.clone(), image_tx);
-    publisher.publish(image.clone());
 
     let placement = match config.str("replica.placement.policy") {
         "kafka" => PlacementPolicy::Kafka,
@@ -133,30 +228,128 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         defaults: defaults.clone(),
         max_events: 10_000,
     };
-    let controller = Controller::new(controller_config, 1, rand::random());
-    let controller =
-        ControllerShell::new(controller, Box::new(metadata_log), image, publisher).spawn();
+    let session_timeout =
+        Duration::from_millis(config.get_i64("broker.session.timeout.ms", 9000).max(1) as u64);
 
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| BrokerError::Startup(format!("cannot listen on {}: {e}", config.listen)))?;
     let listen_addr = listener.local_addr()?;
-    let (host, port) = match &config.advertise {
-        Some(adv) => {
-            let (h, p) = adv.rsplit_once(':').ok_or_else(|| {
-                BrokerError::Config(format!("--advertise expects HOST:PORT, got '{adv}'"))
-            })?;
-            let port = p
-                .parse::<u16>()
-                .map_err(|_| BrokerError::Config(format!("--advertise has a bad port: '{adv}'")))?;
-            (h.to_string(), port)
+    let (host, port) = advertised(&config, listen_addr)?;
+
+    let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
+        None => {
+            let cluster_id = cluster_id(&data_dir, config.node_id, None)?;
+            let metadata_log = FileMetadataLog::open(&data_dir.join("metadata"))?;
+            let records = metadata_log.replay()?;
+            let image = MetadataImage::empty(cluster_id.clone())
+                .apply(&records)
+                .map_err(|e| {
+                    BrokerError::Startup(format!("metadata log cannot be replayed: {e}"))
+                })?;
+            let image = Arc::new(image);
+            let (image_tx, image_rx) = watch::channel(image.clone());
+            let publisher = Publisher::new(replicas.clone(), image_tx);
+            publisher.publish(image.clone());
+            let backend = Backend::Local {
+                log: Box::new(metadata_log),
+                publisher,
+            };
+            let handle =
+                ControllerShell::new(controller_config, backend, image, session_timeout).spawn();
+            let client = ControllerClient::local(handle);
+            client
+                .register_broker(
+                    config.node_id,
+                    Uuid::new_v4(),
+                    host.clone(),
+                    port,
+                    config.rack(),
+                    Duration::from_secs(30),
+                )
+                .await
+                .map_err(|e| {
+                    BrokerError::Startup(format!("broker registration failed: {}", e.message))
+                })?;
+            (cluster_id, image_rx, client, None)
         }
-        None => (listen_addr.ip().to_string(), listen_addr.port()),
+        Some(cluster) => {
+            let cluster_id = cluster_id(&data_dir, config.node_id, Some(&cluster.voters))?;
+            let quorum_listener =
+                TcpListener::bind(cluster.controller_listen)
+                    .await
+                    .map_err(|e| {
+                        BrokerError::Startup(format!(
+                            "cannot listen on the controller address {}: {e}",
+                            cluster.controller_listen
+                        ))
+                    })?;
+            let quorum_config = QuorumConfig::new(
+                config.node_id,
+                cluster.voters.clone(),
+                data_dir.join("metadata-quorum"),
+            );
+            let quorum = Arc::new(
+                MetadataQuorum::start(quorum_config, quorum_listener)
+                    .await
+                    .map_err(|e| {
+                        BrokerError::Startup(format!("metadata quorum did not start: {e}"))
+                    })?,
+            );
+            let image = Arc::new(MetadataImage::empty(cluster_id.clone()));
+            let (image_tx, image_rx) = watch::channel(image.clone());
+            let publisher = Publisher::new(replicas.clone(), image_tx);
+            publisher.publish(image.clone());
+            tokio::spawn(follow_quorum(
+                quorum.clone(),
+                cluster_id.clone(),
+                publisher,
+                image.clone(),
+            ));
+            let local = if cluster.controller {
+                let backend = Backend::Quorum {
+                    quorum: quorum.clone(),
+                    image_rx: image_rx.clone(),
+                };
+                let handle =
+                    ControllerShell::new(controller_config, backend, image, session_timeout)
+                        .spawn();
+                quorum.set_app_handler(crate::controller_rpc::app_handler(handle.clone()));
+                Some(handle)
+            } else {
+                None
+            };
+            let client = ControllerClient::cluster(config.node_id, local, cluster.voters.clone());
+            if cluster.broker {
+                let incarnation = Uuid::new_v4();
+                client
+                    .register_broker(config.node_id, incarnation, host.clone(), port, config.rack(), Duration::from_secs(120))
+                    .await
+                    .map_err(|e| {
+                        if e.code == 101 {
+                            BrokerError::Startup(format!(
+                                "node id {} is already in use by another live broker (DUPLICATE_BROKER_REGISTRATION)",
+                                config.node_id
+                            ))
+                        } else {
+                            BrokerError::Startup(format!("broker registration failed: {}", e.message))
+                        }
+                    })?;
+                let heartbeat_every = Duration::from_millis(
+                    config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
+                );
+                tokio::spawn(heartbeat_loop(
+                    client.clone(),
+                    config.node_id,
+                    incarnation,
+                    (host.clone(), port, config.rack()),
+                    image_rx.clone(),
+                    heartbeat_every,
+                ));
+            }
+            (cluster_id, image_rx, client, Some(quorum))
+        }
     };
-    controller
-        .register_broker(config.node_id, host, port, config.rack())
-        .await
-        .map_err(|e| BrokerError::Startup(format!("broker registration failed: {}", e.message)))?;
 
     let node_id = config.node_id;
     let cleaner_enabled = config.get_bool("log.cleaner.enable", true);
@@ -187,15 +380,16 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     };
     let groups =
         crate::group_manager::spawn(node_id, group_config, replicas.clone(), image_rx.clone());
-    let broker = Arc::new(Broker::new(
+    let broker = Arc::new(Broker::new(BrokerParts {
         config,
         cluster_id,
-        image_rx,
+        image: image_rx,
         controller,
-        replicas.clone(),
+        replicas: replicas.clone(),
         groups,
         defaults,
-    ));
+        quorum: quorum.clone(),
+    }));
     let (shutdown, shutdown_rx) = watch::channel(false);
     if cleaner_enabled {
         spawn_cleaner(replicas.clone(), cleaner_every, shutdown_rx.clone());
@@ -213,6 +407,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         broker,
         shutdown,
         server,
+        quorum,
     })
 }
 
@@ -283,6 +478,12 @@ impl RunningBroker {
         tokio::task::spawn_blocking(move || replicas.logs().shutdown())
             .await
             .map_err(|e| BrokerError::Startup(format!("shutdown task failed: {e}")))??;
+        if let Some(quorum) = self.quorum {
+            // Other holders (the controller task, the metadata follower) end with the runtime.
+            if let Ok(quorum) = Arc::try_unwrap(quorum) {
+                quorum.shutdown().await;
+            }
+        }
         tracing::info!("clean shutdown complete");
         Ok(())
     }

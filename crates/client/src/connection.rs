@@ -221,10 +221,53 @@ impl Connection {
         let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
         let mut buf = BytesMut::new();
         frame::encode_request(req, version, correlation, &self.config.client_id, &mut buf)?;
+        self.exchange(correlation, &buf, timeout, &format!("api {}", R::KEY))
+            .await
+    }
+
+    /// Sends a request kafka-protocol does not model (Runnel's own APIs, see
+    /// [`frame::encode_raw_request`]) and returns the response body after the v0 response
+    /// header. No version negotiation: such APIs are not advertised in ApiVersions.
+    pub async fn send_raw(
+        &self,
+        api_key: i16,
+        version: i16,
+        body: &[u8],
+        timeout: Duration,
+    ) -> Result<Bytes> {
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let mut buf = BytesMut::new();
+        frame::encode_raw_request(
+            api_key,
+            version,
+            correlation,
+            &self.config.client_id,
+            body,
+            &mut buf,
+        )?;
+        let raw = self
+            .exchange(correlation, &buf, timeout, &format!("api {api_key}"))
+            .await?;
+        frame::strip_response_header_v0(raw)
+    }
+
+    /// The request timeout configured for this connection.
+    pub fn request_timeout(&self) -> Duration {
+        self.config.request_timeout
+    }
+
+    /// Writes one encoded frame and waits for the response with its correlation id.
+    async fn exchange(
+        &self,
+        correlation: i32,
+        buf: &[u8],
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Bytes> {
         let (tx, rx) = oneshot::channel();
         self.register(correlation, tx)?;
         let exchange = async {
-            self.write_frame(&buf).await?;
+            self.write_frame(buf).await?;
             rx.await.map_err(|_| self.closed_error())
         };
         match tokio::time::timeout(timeout, exchange).await {
@@ -238,7 +281,7 @@ impl Connection {
                 self.unregister(correlation);
                 Err(ClientError::Timeout(
                     timeout,
-                    format!("api {} response from {}", R::KEY, self.addr),
+                    format!("{what} response from {}", self.addr),
                 ))
             }
         }

@@ -41,6 +41,46 @@ pub fn encode_request<R: Request>(
     Ok(())
 }
 
+/// Appends one complete frame for a request that kafka-protocol does not model (Runnel's own
+/// APIs): request header v1 (api key, version, correlation id, `int16`-length client id) and
+/// then `body` verbatim. Header v1 keeps the frame readable by any Kafka header decoder, so a
+/// broker that does not know the key can still parse the header and reject it cleanly.
+pub fn encode_raw_request(
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+    body: &[u8],
+    buf: &mut BytesMut,
+) -> Result<()> {
+    let client_id_len = i16::try_from(client_id.len())
+        .map_err(|_| ClientError::InvalidArgument("client id longer than 32767 bytes".into()))?;
+    let size = 2 + 2 + 4 + 2 + client_id.len() + body.len();
+    let size = i32::try_from(size)
+        .map_err(|_| ClientError::Protocol(format!("request of {size} bytes is too large")))?;
+    buf.reserve(4 + size as usize);
+    buf.put_i32(size);
+    buf.put_i16(api_key);
+    buf.put_i16(version);
+    buf.put_i32(correlation_id);
+    buf.put_i16(client_id_len);
+    buf.put_slice(client_id.as_bytes());
+    buf.put_slice(body);
+    Ok(())
+}
+
+/// Strips response header v0 (just the correlation id) from a raw response frame body and
+/// returns what follows, for the raw APIs of [`encode_raw_request`].
+pub fn strip_response_header_v0(mut frame: Bytes) -> Result<Bytes> {
+    if frame.len() < 4 {
+        return Err(ClientError::Protocol(
+            "response shorter than its header".into(),
+        ));
+    }
+    frame.advance(4);
+    Ok(frame)
+}
+
 /// Reads the correlation id of a response frame body (without the size prefix); it is the
 /// first field of every response header version.
 pub fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
@@ -127,6 +167,30 @@ mod tests {
         let (corr, decoded) = decode_response::<ApiVersionsRequest>(buf.freeze(), 3).unwrap();
         assert_eq!(corr, 7);
         assert_eq!(decoded, resp);
+    }
+
+    #[test]
+    fn raw_request_has_header_v1_and_verbatim_body() {
+        let mut buf = BytesMut::new();
+        encode_raw_request(32000, 0, 9, "cli", br#"{"what":"tree"}"#, &mut buf).unwrap();
+        let mut frame = buf.freeze();
+        let size = frame.get_i32() as usize;
+        assert_eq!(size, frame.len());
+        let mut header_bytes = frame.clone();
+        let header = RequestHeader::decode(&mut header_bytes, 1).unwrap();
+        assert_eq!(header.request_api_key, 32000);
+        assert_eq!(header.request_api_version, 0);
+        assert_eq!(header.correlation_id, 9);
+        assert_eq!(header.client_id.as_deref(), Some("cli"));
+        assert_eq!(&header_bytes[..], br#"{"what":"tree"}"#);
+        assert_eq!(&frame[..10], &[0x7d, 0x00, 0, 0, 0, 0, 0, 9, 0, 3]);
+    }
+
+    #[test]
+    fn raw_response_header_is_stripped() {
+        let body = strip_response_header_v0(Bytes::from_static(b"\0\0\0\x07{}")).unwrap();
+        assert_eq!(&body[..], b"{}");
+        assert!(strip_response_header_v0(Bytes::from_static(b"\0\0")).is_err());
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //! leader of a `__consumer_offsets` partition it replays the partition into
 //! [`GroupCoordinator::load`].
 //!
+//! [`consumer_group`] holds the KIP-848 protocol (`group.protocol=consumer`): ConsumerGroupHeartbeat
+//! and ConsumerGroupDescribe with server-side assignors and per-member reconciliation, beside the
+//! classic coordinator and with the same pure-code rules.
+//!
 //! Nothing here performs I/O, spawns tasks or reads a clock (`now_ms` comes in), and member
 //! ids come from an injectable generator, so every behaviour is reproducible in tests. Client
 //! input never panics: every invalid request maps to a Kafka error code; internal invariants
@@ -24,6 +28,7 @@
 pub mod api;
 pub mod codec;
 pub mod config;
+pub mod consumer_group;
 pub mod coordinator;
 pub mod errors;
 mod group;
@@ -39,6 +44,10 @@ pub use api::{
 };
 pub use codec::CodecError;
 pub use config::GroupConfig;
+pub use consumer_group::{
+    ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat,
+    ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, TopicsView,
+};
 pub use coordinator::{GroupCoordinator, MemberIdGenerator};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;
 pub use partitioner::partition_for_group;

@@ -67,7 +67,7 @@ pub fn code_name(code: i16) -> &'static str {
 }
 
 /// A Kafka error code with the human-readable message sent as `error_message`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ApiError {
     pub code: i16,
     pub message: String,

@@ -197,7 +197,7 @@ pub fn check_replica_transition(
 }
 
 /// One entry of the controller's state-change log (Kafka's `state-change.log`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StateChangeEvent {
     pub time_ms: i64,
     pub controller_epoch: i32,

@@ -48,7 +48,9 @@ pub use config::QuorumConfig;
 pub use error::QuorumError;
 pub use network::client::{BoxFuture, TcpTransport, Transport, TransportError};
 pub use network::frame::{JoinResponse, RpcRequest, RpcResponse};
-pub use network::server::{handle_frame, handle_request, serve_rpc};
+pub use network::server::{
+    handle_frame, handle_request, serve_rpc, serve_rpc_with_app, AppHandler, AppSlot,
+};
 pub use quorum::MetadataQuorum;
 pub use status::{QuorumStatus, ReplicaStatus};
 pub use types::{ApplyResult, NodeId, Raft, TypeConfig};

@@ -16,7 +16,7 @@ use crate::error::QuorumError;
 use crate::learner::join_loop;
 use crate::network::client::{TcpTransport, Transport};
 use crate::network::raft_network::NetworkFactory;
-use crate::network::server::serve_rpc;
+use crate::network::server::{serve_rpc_with_app, AppHandler, AppSlot};
 use crate::state_machine::{Shared, StateMachine};
 use crate::status::{QuorumStatus, ReplicaStatus};
 use crate::storage::log::LogStore;
@@ -29,6 +29,7 @@ pub struct MetadataQuorum {
     raft: Raft,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
+    app: AppSlot,
 }
 
 impl MetadataQuorum {
@@ -79,8 +80,13 @@ impl MetadataQuorum {
             .map_err(|e| QuorumError::Shutdown(e.to_string()))?;
 
         let mut tasks = Vec::new();
+        let app = AppSlot::default();
         if let Some(listener) = listener {
-            tasks.push(tokio::spawn(serve_rpc(listener, raft.clone())));
+            tasks.push(tokio::spawn(serve_rpc_with_app(
+                listener,
+                raft.clone(),
+                app.clone(),
+            )));
         }
         let voters: BTreeMap<NodeId, Node> = config
             .voters
@@ -116,6 +122,7 @@ impl MetadataQuorum {
             )));
         }
         Ok(MetadataQuorum {
+            app,
             node_id: config.node_id,
             raft,
             shared,
@@ -233,6 +240,12 @@ impl MetadataQuorum {
             voters,
             observers,
         }
+    }
+
+    /// Installs the handler for application requests ([`crate::RpcRequest::App`]) arriving on
+    /// this node's listener. Only the first call has an effect.
+    pub fn set_app_handler(&self, handler: AppHandler) {
+        let _ = self.app.set(handler);
     }
 
     /// The openraft handle, for custom transports ([`crate::handle_request`]) and tests.

@@ -1,6 +1,7 @@
 //! `runnel`: the broker and command-line tools mirroring Kafka's (kafka-topics.sh,
-//! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-consumer-groups.sh, kafka-*-perf-test.sh), so that
-//! Kafka's documented commands work with only the program name changed.
+//! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-consumer-groups.sh, kafka-*-perf-test.sh,
+//! kafka-metadata-quorum.sh), so that Kafka's documented commands work with only the program name
+//! changed; plus Runnel's own `metadata` view and `dev-cluster`.
 
 mod cmd;
 
@@ -32,6 +33,12 @@ enum Command {
     Configs(cmd::configs::ConfigsArgs),
     /// Throughput and latency tests (kafka-producer-perf-test.sh, kafka-consumer-perf-test.sh).
     Perf(cmd::perf::PerfArgs),
+    /// Describe the metadata quorum (kafka-metadata-quorum.sh describe).
+    MetadataQuorum(cmd::metadata_quorum::MetadataQuorumArgs),
+    /// Show the metadata as ZooKeeper's tree, or the partition/replica state-change log.
+    Metadata(cmd::metadata::MetadataArgs),
+    /// Run a local cluster of combined broker+controller nodes until Ctrl-C.
+    DevCluster(cmd::dev_cluster::DevClusterArgs),
 }
 
 fn init_tracing() {
@@ -57,6 +64,9 @@ async fn main() -> ExitCode {
         Command::Configs(args) => cmd::configs::run(args).await,
         Command::Groups(args) => cmd::groups::run(args).await,
         Command::Perf(args) => cmd::perf::run(args).await,
+        Command::MetadataQuorum(args) => cmd::metadata_quorum::run(args).await,
+        Command::Metadata(args) => cmd::metadata::run(args).await,
+        Command::DevCluster(args) => cmd::dev_cluster::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,12 +1,14 @@
-//! Cluster administration (the operations behind kafka-topics.sh, kafka-configs.sh and
-//! kafka-consumer-groups.sh), each
-//! one Kafka request, routed to the controller or to partition leaders as Kafka requires.
+//! Cluster administration (the operations behind kafka-topics.sh, kafka-configs.sh,
+//! kafka-consumer-groups.sh and kafka-metadata-quorum.sh), each one Kafka request, routed to
+//! the controller or to partition leaders as Kafka requires; plus Runnel's own metadata view.
 
 mod cluster;
 mod configs;
 mod group_offsets;
 mod groups;
 pub(crate) mod offsets;
+mod quorum;
+pub mod runnel_metadata;
 mod topics;
 
 use std::sync::Arc;
@@ -19,6 +21,10 @@ pub use configs::{
 pub use groups::{GroupDescription, GroupListing, GroupMemberDescription};
 pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
+pub use quorum::{describe_quorum_request, QuorumInfo, QuorumReplica, CLUSTER_METADATA_TOPIC};
+pub use runnel_metadata::{
+    MetadataTree, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition, TreeTopic,
+};
 pub use topics::{NewPartitions, NewTopic};
 
 use crate::client::Client;

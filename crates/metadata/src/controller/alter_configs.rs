@@ -13,7 +13,7 @@ use crate::topic_config::{
 };
 
 /// IncrementalAlterConfigs operations (Kafka's `AlterConfigOp.OpType`, ids 0..3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum AlterConfigOp {
     Set,
     Delete,

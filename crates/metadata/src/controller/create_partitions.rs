@@ -15,7 +15,7 @@ use crate::records::MetadataRecord;
 
 /// One topic of a CreatePartitions request: the new total `count`, and optionally one
 /// replica list per added partition.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreatePartitionsRequest {
     pub name: String,
     pub count: i32,

@@ -18,7 +18,7 @@ use crate::topic_name::validate_new_topic_name;
 
 /// One topic of a CreateTopics request. -1 = broker default for `num_partitions` and
 /// `replication_factor`; a non-empty `assignment` lists `(partition, replicas)`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreateTopicRequest {
     pub name: String,
     pub num_partitions: i32,
@@ -28,14 +28,14 @@ pub struct CreateTopicRequest {
 }
 
 /// The per-topic result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreateTopicOutcome {
     pub name: String,
     pub result: Result<CreatedTopic, ApiError>,
 }
 
 /// What CreateTopics v5+ echoes for a created (or validated) topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatedTopic {
     pub topic_id: Uuid,
     pub num_partitions: i32,

@@ -12,7 +12,7 @@ use crate::records::MetadataRecord;
 use crate::topic_name::is_internal;
 
 /// A topic named in DeleteTopics: by name (v0-v5) or by id (v6+).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum TopicRef {
     Name(String),
     Id(Uuid),

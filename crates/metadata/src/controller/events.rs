@@ -10,6 +10,8 @@ pub(super) struct EventLog {
     events: VecDeque<StateChangeEvent>,
     max: usize,
     pub(super) epoch: i32,
+    /// Events ever pushed: the sequence number of the next one (readers poll with it).
+    pushed: u64,
 }
 
 pub(super) struct EventInput<'a> {
@@ -28,6 +30,7 @@ impl EventLog {
             events: VecDeque::with_capacity(max.min(1024)),
             max,
             epoch,
+            pushed: 0,
         }
     }
 
@@ -42,6 +45,7 @@ impl EventLog {
             detail = %e.detail,
             "state change"
         );
+        self.pushed += 1;
         if self.max == 0 {
             return;
         }
@@ -62,5 +66,19 @@ impl EventLog {
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &StateChangeEvent> {
         self.events.iter()
+    }
+
+    /// Events with sequence number >= `since` still in the ring, and the next sequence number.
+    pub(super) fn since(&self, since: u64) -> (Vec<(u64, StateChangeEvent)>, u64) {
+        let first = self.pushed - self.events.len() as u64;
+        let events = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (first + i as u64, e))
+            .filter(|(seq, _)| *seq >= since)
+            .map(|(seq, e)| (seq, e.clone()))
+            .collect();
+        (events, self.pushed)
     }
 }

@@ -162,6 +162,12 @@ impl Controller {
             .copied()
     }
 
+    /// State-change events numbered from `since` on (for `runnel metadata --events --follow`),
+    /// with the number the next event will get.
+    pub fn events_since(&self, since: u64) -> (Vec<(u64, StateChangeEvent)>, u64) {
+        self.events.since(since)
+    }
+
     /// The state-change log, oldest first (a ring of `max_events`).
     pub fn events(&self) -> impl Iterator<Item = &StateChangeEvent> {
         self.events.iter()

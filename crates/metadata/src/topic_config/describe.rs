@@ -6,7 +6,9 @@ use super::defaults::BrokerDefaults;
 use super::keys::TOPIC_CONFIGS;
 
 /// Where a config value comes from (DescribeConfigs `config_source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum ConfigSource {
     TopicOverride,
     DynamicBroker,
@@ -30,7 +32,7 @@ impl ConfigSource {
 }
 
 /// One described config.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConfigEntry {
     pub name: String,
     pub value: Option<String>,

@@ -31,6 +31,9 @@ pub enum RpcRequest {
         node_id: NodeId,
         address: String,
     },
+    /// An application request for the node's owner (the broker's controller RPCs), carried on
+    /// the same listener so a cluster needs one controller port per node.
+    App(serde_json::Value),
 }
 
 /// The answer to an [`RpcRequest`], variant for variant.
@@ -42,6 +45,7 @@ pub enum RpcResponse {
         Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
     ),
     Join(JoinResponse),
+    App(serde_json::Value),
     /// The request could not be decoded or handled at all.
     Error(String),
 }

@@ -20,7 +20,19 @@ use crate::types::{Node, NodeId, Raft};
 
 /// Accepts connections forever, one task per connection; dropping (aborting) the returned
 /// future closes the listener and every connection it accepted.
+/// Handles [`RpcRequest::App`] requests: set by the node's owner once it is ready.
+pub type AppHandler = std::sync::Arc<
+    dyn Fn(serde_json::Value) -> crate::BoxFuture<'static, serde_json::Value> + Send + Sync,
+>;
+/// Where the app handler is installed after the quorum has started.
+pub type AppSlot = std::sync::Arc<std::sync::OnceLock<AppHandler>>;
+
 pub async fn serve_rpc(listener: TcpListener, raft: Raft) {
+    serve_rpc_with_app(listener, raft, AppSlot::default()).await
+}
+
+/// [`serve_rpc`] that also routes [`RpcRequest::App`] to the handler in `app`.
+pub async fn serve_rpc_with_app(listener: TcpListener, raft: Raft, app: AppSlot) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -28,8 +40,9 @@ pub async fn serve_rpc(listener: TcpListener, raft: Raft) {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let raft = raft.clone();
+                    let app = app.clone();
                     connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &raft).await {
+                        if let Err(e) = serve_connection(stream, &raft, &app).await {
                             tracing::debug!(%peer, error = %e, "quorum connection closed");
                         }
                     });
@@ -45,10 +58,20 @@ pub async fn serve_rpc(listener: TcpListener, raft: Raft) {
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, raft: &Raft) -> std::io::Result<()> {
+async fn serve_connection(
+    mut stream: TcpStream,
+    raft: &Raft,
+    app: &AppSlot,
+) -> std::io::Result<()> {
     while let Some(body) = read_frame(&mut stream).await? {
         let request: RpcRequest = decode(&body)?;
-        let response = handle_request(raft, request).await;
+        let response = match request {
+            RpcRequest::App(value) => match app.get() {
+                Some(handler) => RpcResponse::App(handler(value).await),
+                None => RpcResponse::Error("this node is not ready for controller requests".into()),
+            },
+            other => handle_request(raft, other).await,
+        };
         write_frame(&mut stream, &encode(&response)?).await?;
     }
     Ok(())
@@ -67,6 +90,7 @@ pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
         RpcRequest::Join { node_id, address } => {
             RpcResponse::Join(handle_join(raft, node_id, address).await)
         }
+        RpcRequest::App(_) => RpcResponse::Error("no application handler on this path".into()),
     }
 }
 

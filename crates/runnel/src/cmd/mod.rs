@@ -3,7 +3,10 @@
 pub mod args;
 pub mod configs;
 pub mod consume;
+pub mod dev_cluster;
 pub mod groups;
+pub mod metadata;
+pub mod metadata_quorum;
 pub mod perf;
 pub mod produce;
 pub mod topic_id;

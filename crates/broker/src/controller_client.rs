@@ -1,0 +1,288 @@
+//! How request handlers reach the active controller, wherever it is.
+//!
+//! On a single node it is the local shell. In a cluster the local shell (on controller nodes)
+//! is tried first and every voter after it: whichever is the quorum leader answers, the others
+//! say NOT_CONTROLLER, and the client keeps going round (bounded by a deadline) while an
+//! election settles. Admin requests thereby reach the controller from any broker (KRaft's
+//! forwarding) and an in-flight request either completes or gets a retriable error.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runnel_metadata::{
+    codes, AlterConfigOp, ApiError, ConfigResource, CreatePartitionsRequest, CreateTopicOutcome,
+    CreateTopicRequest, TopicRef,
+};
+use runnel_raft::{RpcRequest, RpcResponse, TcpTransport, Transport};
+use uuid::Uuid;
+
+use crate::controller_rpc::{self, ControllerRequest as Rq, ControllerResponse as Rs};
+use crate::controller_shell::{
+    ControllerHandle, CreatePartitionsResult, DeleteTopicResult, EventsSince,
+};
+
+/// How long an admin request may wait for an active controller (Kafka's default request timeout).
+const ADMIN_DEADLINE: Duration = Duration::from_secs(30);
+/// One remote call's bound: a partitioned peer must not hold the request for long.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+#[derive(Clone)]
+struct Remote {
+    voters: BTreeMap<i32, String>,
+    transport: Arc<TcpTransport>,
+}
+
+#[derive(Clone)]
+pub struct ControllerClient {
+    node_id: i32,
+    local: Option<ControllerHandle>,
+    remote: Option<Remote>,
+}
+
+fn unexpected(what: &str) -> ApiError {
+    ApiError {
+        code: codes::UNKNOWN_SERVER_ERROR,
+        message: format!("unexpected controller answer to {what}"),
+    }
+}
+
+impl ControllerClient {
+    /// Single node: the local shell is always the active controller.
+    pub fn local(handle: ControllerHandle) -> Self {
+        ControllerClient {
+            node_id: -1,
+            local: Some(handle),
+            remote: None,
+        }
+    }
+
+    /// Cluster member: `local` is this node's shell when it is a controller.
+    pub fn cluster(
+        node_id: i32,
+        local: Option<ControllerHandle>,
+        voters: BTreeMap<i32, String>,
+    ) -> Self {
+        ControllerClient {
+            node_id,
+            local,
+            remote: Some(Remote {
+                voters,
+                transport: Arc::new(TcpTransport::new()),
+            }),
+        }
+    }
+
+    /// Sends `request` to whichever node is the active controller, retrying until `deadline`.
+    pub async fn call(&self, request: Rq, deadline: Duration) -> Result<Rs, ApiError> {
+        let until = Instant::now() + deadline;
+        let mut last = ApiError {
+            code: codes::NOT_CONTROLLER,
+            message: "no active controller could be reached".into(),
+        };
+        loop {
+            if let Some(handle) = &self.local {
+                match controller_rpc::serve(handle, request.clone()).await {
+                    Rs::Error(e) if e.code == codes::NOT_CONTROLLER => last = e,
+                    other => return Ok(other),
+                }
+            }
+            if let Some(remote) = &self.remote {
+                for (&id, address) in &remote.voters {
+                    if id == self.node_id && self.local.is_some() {
+                        continue;
+                    }
+                    match self.call_remote(remote, id, address, &request).await {
+                        Ok(Rs::Error(e)) if e.code == codes::NOT_CONTROLLER => last = e,
+                        Ok(response) => return Ok(response),
+                        Err(e) => last = e,
+                    }
+                }
+            }
+            if Instant::now() + RETRY_PAUSE >= until {
+                return Err(last);
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+
+    async fn call_remote(
+        &self,
+        remote: &Remote,
+        id: i32,
+        address: &str,
+        request: &Rq,
+    ) -> Result<Rs, ApiError> {
+        let unreachable = |why: String| ApiError {
+            code: codes::NOT_CONTROLLER,
+            message: format!("controller {id} at {address} unreachable: {why}"),
+        };
+        let value = serde_json::to_value(request).map_err(|e| unreachable(e.to_string()))?;
+        let response = remote
+            .transport
+            .call(
+                id.max(0) as u64,
+                address,
+                RpcRequest::App(value),
+                CALL_TIMEOUT,
+            )
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        match response {
+            RpcResponse::App(value) => {
+                serde_json::from_value(value).map_err(|e| unreachable(e.to_string()))
+            }
+            RpcResponse::Error(e) => Err(unreachable(e)),
+            _ => Err(unreachable("unexpected response kind".into())),
+        }
+    }
+
+    pub async fn create_topics(
+        &self,
+        requests: Vec<CreateTopicRequest>,
+        validate_only: bool,
+    ) -> Result<Vec<CreateTopicOutcome>, ApiError> {
+        match self
+            .call(
+                Rq::CreateTopics {
+                    requests,
+                    validate_only,
+                },
+                ADMIN_DEADLINE,
+            )
+            .await?
+        {
+            Rs::CreateTopics(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("CreateTopics")),
+        }
+    }
+
+    pub async fn delete_topics(
+        &self,
+        topics: Vec<TopicRef>,
+        api_version: i16,
+    ) -> Result<Vec<DeleteTopicResult>, ApiError> {
+        match self
+            .call(
+                Rq::DeleteTopics {
+                    topics,
+                    api_version,
+                },
+                ADMIN_DEADLINE,
+            )
+            .await?
+        {
+            Rs::DeleteTopics(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("DeleteTopics")),
+        }
+    }
+
+    pub async fn create_partitions(
+        &self,
+        requests: Vec<CreatePartitionsRequest>,
+        validate_only: bool,
+    ) -> Result<Vec<CreatePartitionsResult>, ApiError> {
+        match self
+            .call(
+                Rq::CreatePartitions {
+                    requests,
+                    validate_only,
+                },
+                ADMIN_DEADLINE,
+            )
+            .await?
+        {
+            Rs::CreatePartitions(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("CreatePartitions")),
+        }
+    }
+
+    pub async fn alter_configs(
+        &self,
+        resource: ConfigResource,
+        ops: Vec<(String, AlterConfigOp, Option<String>)>,
+        incremental: bool,
+        validate_only: bool,
+    ) -> Result<(), ApiError> {
+        let request = Rq::AlterConfigs {
+            resource,
+            ops,
+            incremental,
+            validate_only,
+        };
+        match self.call(request, ADMIN_DEADLINE).await? {
+            Rs::Done => Ok(()),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AlterConfigs")),
+        }
+    }
+
+    pub async fn register_broker(
+        &self,
+        broker_id: i32,
+        incarnation_id: Uuid,
+        host: String,
+        port: u16,
+        rack: Option<String>,
+        deadline: Duration,
+    ) -> Result<(), ApiError> {
+        let request = Rq::RegisterBroker {
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            rack,
+        };
+        match self.call(request, deadline).await? {
+            Rs::Done => Ok(()),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("RegisterBroker")),
+        }
+    }
+
+    /// Returns whether this broker is still fenced.
+    pub async fn heartbeat(
+        &self,
+        broker_id: i32,
+        metadata_offset: i64,
+        deadline: Duration,
+    ) -> Result<bool, ApiError> {
+        match self
+            .call(
+                Rq::Heartbeat {
+                    broker_id,
+                    metadata_offset,
+                },
+                deadline,
+            )
+            .await?
+        {
+            Rs::Fenced(f) => Ok(f),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("Heartbeat")),
+        }
+    }
+
+    pub async fn allocate_producer_ids(&self, broker_id: i32, count: i64) -> Result<i64, ApiError> {
+        match self
+            .call(Rq::AllocateProducerIds { broker_id, count }, ADMIN_DEADLINE)
+            .await?
+        {
+            Rs::ProducerId(id) => Ok(id),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AllocateProducerIds")),
+        }
+    }
+
+    pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
+        match self.call(Rq::Events { since }, ADMIN_DEADLINE).await? {
+            Rs::Events(e) => Ok(e),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("Events")),
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `tick`: the deadlines Kafka keeps in its timer wheel. A member whose session expired, or
+//! that was asked to revoke partitions and did not confirm within its rebalance timeout, is
+//! fenced, so one dead or stuck client cannot hold partitions away from the rest forever.
+
+use super::api::TopicsView;
+use super::leave::fence_member;
+use super::member::MemberState;
+use super::ConsumerGroups;
+
+impl ConsumerGroups {
+    /// Advances time to `now_ms` (the shell calls it every ~100 ms; a late tick fires
+    /// everything due).
+    pub fn tick(&mut self, now_ms: i64, topics: &TopicsView) {
+        for g in self.groups.values_mut() {
+            let due: Vec<String> = g
+                .members
+                .values()
+                .filter(|m| {
+                    now_ms >= m.session_deadline_ms
+                        || (m.state == MemberState::UnrevokedPartitions
+                            && m.revocation_deadline_ms.is_some_and(|d| now_ms >= d))
+                })
+                .map(|m| m.id.clone())
+                .collect();
+            for id in due {
+                tracing::info!(group = %g.id, member = %id, "member fenced: session or revocation timeout");
+                fence_member(g, &id, topics);
+            }
+        }
+        self.debug_check();
+    }
+}

@@ -1,0 +1,80 @@
+//! Request validation before any state is touched (Kafka's
+//! `throwIfConsumerGroupHeartbeatRequestIsInvalid`): the field combinations each member epoch
+//! requires, the assignor name and the regex. Failing here never changes the group.
+
+use super::api::ConsumerHeartbeat;
+use super::codes::*;
+use super::member::{LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
+use super::regex::Regex;
+
+/// v1+: the client generates its member id (KIP-1082), so it must always be present.
+pub const CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION: i16 = 1;
+
+/// Kafka counts whitespace-only strings as empty.
+fn blank(s: &str) -> bool {
+    s.trim().is_empty()
+}
+
+/// `Err((code, message))` for an invalid request.
+pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<(), (i16, String)> {
+    let invalid = |m: &str| Err((INVALID_REQUEST, m.to_string()));
+    if (req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+        || req.member_epoch > 0
+        || req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH)
+        && blank(&req.member_id)
+    {
+        return invalid("MemberId can't be empty.");
+    }
+    if blank(&req.group_id) {
+        return invalid("GroupId can't be empty.");
+    }
+    if req.instance_id.as_deref().is_some_and(blank) {
+        return invalid("InstanceId can't be empty.");
+    }
+    if req.rack_id.as_deref().is_some_and(blank) {
+        return invalid("RackId can't be empty.");
+    }
+    if req.member_epoch == 0 {
+        if req.rebalance_timeout_ms == -1 {
+            return invalid("RebalanceTimeoutMs must be provided in first request.");
+        }
+        if !req.topic_partitions.as_ref().is_some_and(Vec::is_empty) {
+            return invalid("TopicPartitions must be empty when (re-)joining.");
+        }
+        if req.subscribed_topic_names.is_none() && req.subscribed_topic_regex.is_none() {
+            return invalid(
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+            );
+        }
+    } else if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        if req.instance_id.is_none() {
+            return invalid("InstanceId can't be null.");
+        }
+    } else if req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+        return invalid("MemberEpoch is invalid.");
+    }
+    if let Some(a) = &req.server_assignor {
+        if !assignors.contains(a) {
+            return Err((
+                UNSUPPORTED_ASSIGNOR,
+                format!(
+                    "ServerAssignor {a} is not supported. Supported assignors: {}.",
+                    assignors.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(r) = req
+        .subscribed_topic_regex
+        .as_deref()
+        .filter(|r| !r.is_empty())
+    {
+        if let Err(e) = Regex::new(r) {
+            return Err((
+                INVALID_REGULAR_EXPRESSION,
+                format!("SubscribedTopicRegex `{r}` is not a valid regular expression: {e}."),
+            ));
+        }
+    }
+    Ok(())
+}
