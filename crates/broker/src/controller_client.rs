@@ -38,6 +38,7 @@ struct Remote {
 pub struct ControllerClient {
     node_id: i32,
     local: Option<ControllerHandle>,
+    quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
     remote: Option<Remote>,
 }
 
@@ -54,6 +55,7 @@ impl ControllerClient {
         ControllerClient {
             node_id: -1,
             local: Some(handle),
+            quorum: None,
             remote: None,
         }
     }
@@ -62,11 +64,13 @@ impl ControllerClient {
     pub fn cluster(
         node_id: i32,
         local: Option<ControllerHandle>,
+        quorum: Arc<runnel_raft::MetadataQuorum>,
         voters: BTreeMap<i32, String>,
     ) -> Self {
         ControllerClient {
             node_id,
             local,
+            quorum: Some(quorum),
             remote: Some(Remote {
                 voters,
                 transport: Arc::new(TcpTransport::new()),
@@ -83,7 +87,7 @@ impl ControllerClient {
         };
         loop {
             if let Some(handle) = &self.local {
-                match controller_rpc::serve(handle, request.clone()).await {
+                match controller_rpc::serve(handle, self.quorum.as_deref(), request.clone()).await {
                     Rs::Error(e) if e.code == codes::NOT_CONTROLLER => last = e,
                     other => return Ok(other),
                 }
@@ -275,6 +279,18 @@ impl ControllerClient {
             Rs::ProducerId(id) => Ok(id),
             Rs::Error(e) => Err(e),
             _ => Err(unexpected("AllocateProducerIds")),
+        }
+    }
+
+    /// The quorum's replication state as the leader sees it (None on a single node).
+    pub async fn quorum_status(&self) -> Result<Option<runnel_raft::QuorumStatus>, ApiError> {
+        if self.remote.is_none() {
+            return Ok(None);
+        }
+        match self.call(Rq::QuorumStatus, ADMIN_DEADLINE).await? {
+            Rs::QuorumStatus(s) => Ok(Some(s)),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("QuorumStatus")),
         }
     }
 

@@ -53,6 +53,8 @@ pub enum ControllerRequest {
     Events {
         since: u64,
     },
+    /// DescribeQuorum: only the leader knows how far every replica got.
+    QuorumStatus,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -64,12 +66,17 @@ pub enum ControllerResponse {
     Fenced(bool),
     ProducerId(i64),
     Events(EventsSince),
+    QuorumStatus(runnel_raft::QuorumStatus),
     Error(ApiError),
 }
 
 /// Runs a request against this node's controller shell (which answers NOT_CONTROLLER unless
 /// it is the active controller).
-pub async fn serve(handle: &ControllerHandle, request: ControllerRequest) -> ControllerResponse {
+pub async fn serve(
+    handle: &ControllerHandle,
+    quorum: Option<&runnel_raft::MetadataQuorum>,
+    request: ControllerRequest,
+) -> ControllerResponse {
     use ControllerRequest as Rq;
     use ControllerResponse as Rs;
     let result = match request {
@@ -125,17 +132,32 @@ pub async fn serve(handle: &ControllerHandle, request: ControllerRequest) -> Con
             .await
             .map(Rs::ProducerId),
         Rq::Events { since } => handle.events(since).await.map(Rs::Events),
+        Rq::QuorumStatus => match quorum {
+            Some(q) if q.is_leader() => Ok(Rs::QuorumStatus(q.status())),
+            Some(q) => Err(ApiError {
+                code: runnel_metadata::codes::NOT_CONTROLLER,
+                message: format!("not the quorum leader (leader: {:?})", q.leader()),
+            }),
+            None => Err(ApiError {
+                code: runnel_metadata::codes::NOT_CONTROLLER,
+                message: "no metadata quorum on this node".into(),
+            }),
+        },
     };
     result.unwrap_or_else(Rs::Error)
 }
 
 /// The quorum listener's handler for `App` frames.
-pub fn app_handler(handle: ControllerHandle) -> runnel_raft::AppHandler {
+pub fn app_handler(
+    handle: ControllerHandle,
+    quorum: std::sync::Weak<runnel_raft::MetadataQuorum>,
+) -> runnel_raft::AppHandler {
     Arc::new(move |value: serde_json::Value| {
         let handle = handle.clone();
+        let quorum = quorum.upgrade();
         Box::pin(async move {
             let response = match serde_json::from_value::<ControllerRequest>(value) {
-                Ok(request) => serve(&handle, request).await,
+                Ok(request) => serve(&handle, quorum.as_deref(), request).await,
                 Err(e) => ControllerResponse::Error(ApiError {
                     code: 42,
                     message: format!("undecodable controller request: {e}"),

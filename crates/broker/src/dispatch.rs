@@ -44,6 +44,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeQuorum, 0, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -93,6 +94,11 @@ pub async fn dispatch(
     let raw_key = peek.get_i16();
     let version = peek.get_i16();
     let correlation_id = peek.get_i32();
+    if raw_key == handlers::runnel_describe::API_KEY {
+        return runnel_describe(broker, frame, correlation_id)
+            .await
+            .map(Some);
+    }
     let key = ApiKey::try_from(raw_key)
         .map_err(|_| DispatchError(format!("unknown api key {raw_key}")))?;
     let Some((lo, hi)) = supported_range(key) else {
@@ -155,6 +161,7 @@ pub async fn dispatch(
         ApiKey::DescribeCluster => {
             call!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
+        ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
         ApiKey::FindCoordinator => {
             call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }
@@ -175,4 +182,23 @@ pub async fn dispatch(
         ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
+}
+
+/// Runnel's JSON request (see `handlers::runnel_describe`): header v1, JSON body; the response
+/// is the correlation id followed by JSON.
+async fn runnel_describe(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    correlation_id: i32,
+) -> Result<Bytes, DispatchError> {
+    let mut buf = frame;
+    let _header: RequestHeader = decode(&mut buf, ApiKey::Produce, 1)?;
+    let value = handlers::runnel_describe::handle(broker, &buf).await;
+    let json = serde_json::to_vec(&value)
+        .map_err(|e| DispatchError(format!("cannot encode JSON: {e}")))?;
+    let mut out = BytesMut::with_capacity(8 + json.len());
+    out.put_i32((4 + json.len()) as i32);
+    out.put_i32(correlation_id);
+    out.extend_from_slice(&json);
+    Ok(out.freeze())
 }

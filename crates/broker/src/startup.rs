@@ -314,12 +314,20 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 let handle =
                     ControllerShell::new(controller_config, backend, image, session_timeout)
                         .spawn();
-                quorum.set_app_handler(crate::controller_rpc::app_handler(handle.clone()));
+                quorum.set_app_handler(crate::controller_rpc::app_handler(
+                    handle.clone(),
+                    Arc::downgrade(&quorum),
+                ));
                 Some(handle)
             } else {
                 None
             };
-            let client = ControllerClient::cluster(config.node_id, local, cluster.voters.clone());
+            let client = ControllerClient::cluster(
+                config.node_id,
+                local,
+                quorum.clone(),
+                cluster.voters.clone(),
+            );
             if cluster.broker {
                 let incarnation = Uuid::new_v4();
                 client

@@ -1,9 +1,9 @@
 //! The quorum's state as `kafka-metadata-quorum.sh --describe --status` shows it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One member of the quorum and how far it has replicated (known on the leader only).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicaStatus {
     pub node_id: i32,
     /// The controller listener `host:port` Raft replicates to.
@@ -15,7 +15,7 @@ pub struct ReplicaStatus {
 }
 
 /// The view of the quorum from one node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuorumStatus {
     /// The node answering.
     pub node_id: i32,

@@ -5,6 +5,7 @@ pub mod api_versions;
 pub mod configs;
 pub mod delete_records;
 pub mod describe_cluster;
+pub mod describe_quorum;
 pub mod fetch;
 pub mod groups;
 pub mod init_producer_id;
@@ -12,6 +13,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod runnel_describe;
 pub mod topics;
 
 use kafka_protocol::messages::TopicName;

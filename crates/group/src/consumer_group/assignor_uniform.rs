@@ -6,10 +6,11 @@
 //! Algorithm: (1) keep each member's previous partitions that are still subscribed and exist;
 //! (2) give each unowned partition (fewest eligible members first) to the eligible member with
 //! the fewest partitions; (3) while some partition's owner has at least two more partitions
-//! than another eligible member, move it there. Step 3 strictly lowers the sum of squared
-//! member sizes, so it terminates; it leaves no eligible pair more than one apart, which for
-//! identical subscriptions is balance within one, and it only moves partitions off members
-//! above that bound, which is the stickiness. Different subscriptions get the same local
+//! than another eligible member, move one from the most loaded such owner (partitions it did
+//! not have before first) to the least loaded eligible member. Each move strictly lowers the
+//! sum of squared member sizes, so step 3 terminates; it leaves no eligible pair more than one
+//! apart, which for identical subscriptions is balance within one, and it only takes from the
+//! most loaded members, which is the stickiness. Different subscriptions get the same local
 //! optimum (Kafka's heterogeneous builder is a heuristic too).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +42,8 @@ pub(crate) fn assign(
 
     let mut owner: BTreeMap<(Uuid, i32), usize> = BTreeMap::new();
     let mut count = vec![0usize; members.len()];
+    // Partitions still with the member that had them before.
+    let mut sticky: BTreeSet<(Uuid, i32)> = BTreeSet::new();
 
     // 1. Sticky: keep what is still valid.
     for (i, m) in members.iter().enumerate() {
@@ -51,6 +54,7 @@ pub(crate) fn assign(
             for p in ps {
                 if exists(t, *p) && !owner.contains_key(&(*t, *p)) {
                     owner.insert((*t, *p), i);
+                    sticky.insert((*t, *p));
                     count[i] += 1;
                 }
             }
@@ -78,24 +82,19 @@ pub(crate) fn assign(
         }
     }
 
-    // 3. Even out.
-    loop {
-        let mut moved = false;
-        let keys: Vec<(Uuid, i32)> = owner.keys().copied().collect();
-        for key in keys {
-            let from = owner[&key];
-            if let Some(to) = least_loaded(&eligible[&key.0], &count) {
-                if count[to] + 1 < count[from] {
-                    owner.insert(key, to);
-                    count[from] -= 1;
-                    count[to] += 1;
-                    moved = true;
-                }
-            }
-        }
-        if !moved {
-            break;
-        }
+    // 3. Even out: always take from the most loaded member, preferring partitions it did not
+    //    have before, and give to the least loaded eligible member.
+    let mut parts: Vec<BTreeSet<(Uuid, i32)>> = vec![BTreeSet::new(); members.len()];
+    for (k, i) in &owner {
+        parts[*i].insert(*k);
+    }
+    while let Some((key, from, to)) = next_move(&parts, &sticky, &eligible, &count) {
+        owner.insert(key, to);
+        parts[from].remove(&key);
+        parts[to].insert(key);
+        sticky.remove(&key);
+        count[from] -= 1;
+        count[to] += 1;
     }
 
     let mut out: BTreeMap<String, Assignment> = members
@@ -110,7 +109,155 @@ pub(crate) fn assign(
     out
 }
 
+/// One balancing move `(partition, from, to)`: from the most loaded member that has a
+/// partition some eligible member holds at least two fewer than it; `None` when balanced.
+fn next_move(
+    parts: &[BTreeSet<(Uuid, i32)>],
+    sticky: &BTreeSet<(Uuid, i32)>,
+    eligible: &BTreeMap<Uuid, Vec<usize>>,
+    count: &[usize],
+) -> Option<((Uuid, i32), usize, usize)> {
+    let mut donors: Vec<usize> = (0..count.len()).collect();
+    donors.sort_by_key(|i| (std::cmp::Reverse(count[*i]), *i));
+    for from in donors {
+        if count[from] < 2 {
+            return None;
+        }
+        let fresh_first = parts[from]
+            .iter()
+            .filter(|k| !sticky.contains(*k))
+            .chain(parts[from].iter().filter(|k| sticky.contains(*k)));
+        for key in fresh_first {
+            if let Some(to) = least_loaded(&eligible[&key.0], count) {
+                if count[to] + 1 < count[from] {
+                    return Some((*key, from, to));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The candidate with the fewest partitions (first in id order on ties).
 fn least_loaded(candidates: &[usize], count: &[usize]) -> Option<usize> {
     candidates.iter().copied().min_by_key(|i| (count[*i], *i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn spec<'a>(id: &'a str, topics: &[u128], current: &'a Assignment) -> MemberSpec<'a> {
+        MemberSpec {
+            id,
+            topics: topics.iter().map(|n| t(*n)).collect(),
+            current,
+        }
+    }
+
+    fn sizes(out: &BTreeMap<String, Assignment>) -> Vec<usize> {
+        out.values()
+            .map(|a| a.values().map(BTreeSet::len).sum())
+            .collect()
+    }
+
+    #[test]
+    fn balanced_across_topics() {
+        let e = Assignment::new();
+        let members = [
+            spec("a", &[1, 2], &e),
+            spec("b", &[1, 2], &e),
+            spec("c", &[1, 2], &e),
+        ];
+        let parts = BTreeMap::from([(t(1), 6), (t(2), 4)]);
+        let out = assign(&members, &parts);
+        let mut s = sizes(&out);
+        s.sort_unstable();
+        assert_eq!(s, vec![3, 3, 4]);
+    }
+
+    #[test]
+    fn new_member_takes_only_the_excess() {
+        let a_prev: Assignment = BTreeMap::from([(t(1), (0..6).collect())]);
+        let e = Assignment::new();
+        let members = [spec("a", &[1], &a_prev), spec("b", &[1], &e)];
+        let out = assign(&members, &BTreeMap::from([(t(1), 6)]));
+        assert_eq!(sizes(&out), vec![3, 3]);
+        assert!(out["a"][&t(1)].is_subset(&a_prev[&t(1)]));
+    }
+
+    #[test]
+    fn heterogeneous_subscriptions_only_get_subscribed_topics() {
+        let e = Assignment::new();
+        let members = [spec("a", &[1], &e), spec("b", &[1, 2], &e)];
+        let out = assign(&members, &BTreeMap::from([(t(1), 4), (t(2), 4)]));
+        assert!(!out["a"].contains_key(&t(2)));
+        assert_eq!(out["b"][&t(2)].len(), 4);
+        // b carries all of t2, so a gets all of t1.
+        assert_eq!(out["a"][&t(1)].len(), 4);
+    }
+
+    #[test]
+    fn more_members_than_partitions() {
+        let e = Assignment::new();
+        let members = [
+            spec("a", &[1], &e),
+            spec("b", &[1], &e),
+            spec("c", &[1], &e),
+        ];
+        let out = assign(&members, &BTreeMap::from([(t(1), 2)]));
+        let mut s = sizes(&out);
+        s.sort_unstable();
+        assert_eq!(s, vec![0, 1, 1]);
+    }
+
+    proptest! {
+        /// Same subscriptions: every partition exactly once, sizes within one, and each member
+        /// keeps at least min(what it had, floor(P/M)) of its previous partitions.
+        #[test]
+        fn homogeneous_is_complete_balanced_and_sticky(
+            counts in proptest::collection::vec(0i32..12, 1..4),
+            members in 1usize..7,
+            prev in proptest::collection::vec((0usize..8, 0usize..4, 0i32..14), 0..40),
+        ) {
+            let ids: Vec<String> = (0..members).map(|i| format!("m{i}")).collect();
+            let parts: BTreeMap<Uuid, i32> = counts.iter().enumerate().map(|(i, n)| (t(i as u128), *n)).collect();
+            let mut current: Vec<Assignment> = vec![Assignment::new(); members];
+            let mut taken = BTreeSet::new();
+            for (m, topic, p) in prev {
+                if m < members && taken.insert((topic, p)) {
+                    current[m].entry(t(topic as u128)).or_default().insert(p);
+                }
+            }
+            let topics: Vec<u128> = (0..counts.len() as u128).collect();
+            let specs: Vec<MemberSpec<'_>> = ids.iter().zip(&current).map(|(id, c)| spec(id, &topics, c)).collect();
+            let out = assign(&specs, &parts);
+            let mut seen = BTreeSet::new();
+            for a in out.values() {
+                for (tp, ps) in a {
+                    for p in ps {
+                        prop_assert!(seen.insert((*tp, *p)), "{tp}-{p} twice");
+                    }
+                }
+            }
+            let total: usize = counts.iter().map(|n| *n as usize).sum();
+            prop_assert_eq!(seen.len(), total);
+            let s = sizes(&out);
+            prop_assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1, "{:?}", s);
+            let floor = total / members;
+            for (id, prev) in ids.iter().zip(&current) {
+                let valid: BTreeSet<(Uuid, i32)> = prev.iter()
+                    .flat_map(|(tp, ps)| ps.iter().map(move |p| (*tp, *p)))
+                    .filter(|(tp, p)| parts.get(tp).is_some_and(|n| p < n))
+                    .collect();
+                let kept = valid.iter().filter(|(tp, p)| out[id].get(tp).is_some_and(|s| s.contains(p))).count();
+                prop_assert!(kept >= valid.len().min(floor), "{id} kept {kept} of {}", valid.len());
+            }
+        }
+    }
 }
