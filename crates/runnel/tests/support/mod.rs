@@ -143,6 +143,35 @@ impl Wire {
         }
     }
 
+    /// Connects, or None if the broker is not reachable (e.g. killed on purpose).
+    pub fn try_connect(addr: &str) -> Option<Wire> {
+        let stream = TcpStream::connect(addr).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        stream.set_nodelay(true).ok()?;
+        Some(Wire {
+            stream,
+            correlation: 0,
+        })
+    }
+
+    /// [`Wire::call`] that returns None instead of panicking on I/O or decoding errors.
+    pub fn try_call<Req: Encodable + HeaderVersion, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+    ) -> Option<Resp> {
+        let frame = self.request_bytes(key, version, req);
+        self.stream.write_all(&frame).ok()?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let mut buf = vec![0u8; i32::from_be_bytes(size).max(0) as usize];
+        self.stream.read_exact(&mut buf).ok()?;
+        let mut buf = Bytes::from(buf);
+        ResponseHeader::decode(&mut buf, key.response_header_version(version)).ok()?;
+        Resp::decode(&mut buf, version).ok()
+    }
+
     pub fn send_raw(&mut self, bytes: &[u8]) {
         let _ = self.stream.write_all(bytes);
     }

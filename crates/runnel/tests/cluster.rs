@@ -1,0 +1,358 @@
+//! Three real `runnel broker` processes forming a cluster: the Raft metadata quorum elects an
+//! active controller, every broker serves the same metadata, admin requests sent to any broker
+//! reach the controller, the controller fails over after `kill -9`, dead brokers are fenced and
+//! come back unfenced, and a full restart keeps every topic.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use support::*;
+
+/// A free port on 127.0.0.1 (bound then released; the race is harmless in tests).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+struct Node {
+    id: i32,
+    kafka_port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    voters: String,
+    nodes: Vec<Node>,
+    overrides: Vec<String>,
+}
+
+impl Cluster {
+    fn start(n: i32, overrides: &[&str]) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let controller_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let voters = (1..=n)
+            .map(|i| format!("{i}@127.0.0.1:{}", controller_ports[(i - 1) as usize]))
+            .collect::<Vec<_>>()
+            .join(",");
+        let nodes = (1..=n)
+            .map(|i| Node {
+                id: i,
+                kafka_port: free_port(),
+                data_dir: dir.path().join(format!("node-{i}")),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Cluster {
+            _dir: dir,
+            voters,
+            nodes,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        };
+        // Start all at once: the quorum only forms when a majority is up.
+        let waits: Vec<_> = (0..cluster.nodes.len()).map(|i| cluster.spawn(i)).collect();
+        for (i, rx) in waits.into_iter().enumerate() {
+            rx.recv_timeout(DEADLINE)
+                .unwrap_or_else(|_| panic!("node {} did not start listening", i + 1));
+        }
+        cluster
+    }
+
+    fn spawn(&mut self, index: usize) -> mpsc::Receiver<()> {
+        let node = &mut self.nodes[index];
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
+        cmd.arg("broker")
+            .arg("--node-id")
+            .arg(node.id.to_string())
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", node.kafka_port))
+            .arg("--controller-quorum-voters")
+            .arg(&self.voters)
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .env("RUST_LOG", "warn");
+        for o in &self.overrides {
+            cmd.arg("--override").arg(o);
+        }
+        let mut child = cmd.spawn().expect("spawn runnel broker");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        node.child = Some(child);
+        rx
+    }
+
+    fn addr(&self, index: usize) -> String {
+        format!("127.0.0.1:{}", self.nodes[index].kafka_port)
+    }
+
+    fn kill9(&mut self, index: usize) {
+        if let Some(mut child) = self.nodes[index].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn restart(&mut self, index: usize) {
+        self.kill9(index);
+        let rx = self.spawn(index);
+        rx.recv_timeout(DEADLINE).expect("restarted node listening");
+    }
+
+    fn alive(&self) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|i| self.nodes[*i].child.is_some())
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill9(i);
+        }
+    }
+}
+
+fn metadata(addr: &str) -> Option<MetadataResponse> {
+    let mut wire = Wire::try_connect(addr)?;
+    wire.try_call(
+        ApiKey::Metadata,
+        9,
+        &MetadataRequest::default().with_topics(None),
+    )
+}
+
+/// (leader id, epoch, voters) from DescribeQuorum sent to `addr`.
+fn quorum(addr: &str) -> Option<(i32, i32, Vec<i32>)> {
+    let mut wire = Wire::try_connect(addr)?;
+    let req = DescribeQuorumRequest::default().with_topics(vec![
+        describe_quorum_request::TopicData::default()
+            .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+            .with_partitions(vec![
+                describe_quorum_request::PartitionData::default().with_partition_index(0)
+            ]),
+    ]);
+    let resp: DescribeQuorumResponse = wire.try_call(ApiKey::DescribeQuorum, 1, &req)?;
+    let p = resp.topics.first()?.partitions.first()?;
+    (p.error_code == 0 && p.leader_id.0 >= 0).then(|| {
+        (
+            p.leader_id.0,
+            p.leader_epoch,
+            p.current_voters.iter().map(|v| v.replica_id.0).collect(),
+        )
+    })
+}
+
+fn live_broker_ids(addr: &str) -> Option<Vec<i32>> {
+    let mut ids: Vec<i32> = metadata(addr)?
+        .brokers
+        .iter()
+        .map(|b| b.node_id.0)
+        .collect();
+    ids.sort();
+    Some(ids)
+}
+
+fn topic_partitions(addr: &str, topic: &str) -> Option<Vec<(i32, Vec<i32>)>> {
+    let meta = metadata(addr)?;
+    let t = meta
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.0.as_str()) == Some(topic) && t.error_code == 0)?;
+    let mut parts: Vec<(i32, Vec<i32>)> = t
+        .partitions
+        .iter()
+        .map(|p| (p.leader_id.0, p.replica_nodes.iter().map(|r| r.0).collect()))
+        .collect();
+    parts.sort();
+    Some(parts)
+}
+
+fn create(addr: &str, topic: &str, partitions: i32, rf: i16) -> i16 {
+    let mut wire = Wire::connect(addr);
+    wire.create_topic(topic, partitions, rf, &[]).0
+}
+
+#[test]
+fn cluster_forms_serves_metadata_everywhere_and_forwards_admin_requests() {
+    let cluster = Cluster::start(3, &[]);
+    wait_until("a quorum leader with 3 voters", || {
+        quorum(&cluster.addr(0)).is_some_and(|(_, _, voters)| voters.len() == 3)
+    });
+    wait_until("all three brokers registered and unfenced", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    // Sent to broker 2 whoever the controller is: forwarded.
+    assert_eq!(create(&cluster.addr(1), "spread", 6, 3), 0);
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let addr = cluster.addr(i);
+        wait_until("the topic in this broker's metadata", || {
+            topic_partitions(&addr, "spread")
+                .is_some_and(|p| p.len() == 6 && p.iter().all(|(l, _)| *l > 0))
+        });
+        seen.push(topic_partitions(&addr, "spread").unwrap());
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] == w[1]),
+        "every broker converges on one image: {seen:?}"
+    );
+    for (leader, replicas) in &seen[0] {
+        assert_eq!(replicas.len(), 3);
+        assert!(replicas.contains(leader));
+    }
+    let mut leaders: Vec<i32> = seen[0].iter().map(|(l, _)| *l).collect();
+    leaders.sort();
+    assert_eq!(leaders, vec![1, 1, 2, 2, 3, 3], "leaders spread evenly");
+    assert_eq!(
+        create(&cluster.addr(2), "spread", 1, 1),
+        36,
+        "TOPIC_ALREADY_EXISTS from any broker"
+    );
+    assert_eq!(
+        create(&cluster.addr(0), "too-wide", 1, 4),
+        38,
+        "RF above the live brokers"
+    );
+}
+
+#[test]
+fn controller_failover_after_kill9() {
+    let mut cluster = Cluster::start(3, &[]);
+    wait_until("a quorum leader", || quorum(&cluster.addr(0)).is_some());
+    wait_until("all brokers live", || {
+        live_broker_ids(&cluster.addr(0)) == Some(vec![1, 2, 3])
+    });
+    assert_eq!(create(&cluster.addr(0), "before", 3, 3), 0);
+    let (leader, epoch, _) = quorum(&cluster.addr(0)).unwrap();
+    cluster.kill9((leader - 1) as usize);
+    let survivor = cluster.alive()[0];
+    let started = Instant::now();
+    wait_until("a new controller with a higher epoch", || {
+        quorum(&cluster.addr(survivor)).is_some_and(|(l, e, _)| l != leader && e > epoch)
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "failover took {:?}",
+        started.elapsed()
+    );
+    let code = create(&cluster.addr(survivor), "after", 3, 2);
+    assert_eq!(code, 0, "topic creation works again after the failover");
+    for i in cluster.alive() {
+        let addr = cluster.addr(i);
+        wait_until("both topics on every live broker", || {
+            topic_partitions(&addr, "before").is_some()
+                && topic_partitions(&addr, "after").is_some()
+        });
+    }
+}
+
+#[test]
+fn dead_broker_is_fenced_then_unfenced_and_full_restart_keeps_topics() {
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=300",
+        ],
+    );
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    assert_eq!(create(&cluster.addr(0), "durable-meta", 4, 3), 0);
+    let (controller, _, _) = quorum(&cluster.addr(0)).unwrap();
+    // Kill a broker that is not the controller: only fencing should follow.
+    let victim = (0..3).find(|i| *i as i32 + 1 != controller).unwrap();
+    let victim_id = victim as i32 + 1;
+    cluster.kill9(victim);
+    for i in cluster.alive() {
+        let addr = cluster.addr(i);
+        wait_until("the dead broker fenced everywhere", || {
+            live_broker_ids(&addr).is_some_and(|ids| !ids.contains(&victim_id))
+        });
+        wait_until("no partition led by the fenced broker", || {
+            topic_partitions(&addr, "durable-meta")
+                .is_some_and(|p| p.iter().all(|(l, _)| *l != victim_id && *l > 0))
+        });
+    }
+    cluster.restart(victim);
+    for i in 0..3 {
+        let addr = cluster.addr(i);
+        wait_until("the restarted broker unfenced everywhere", || {
+            live_broker_ids(&addr) == Some(vec![1, 2, 3])
+        });
+    }
+    // Full cluster restart: every topic survives.
+    for i in 0..3 {
+        cluster.kill9(i);
+    }
+    let waits: Vec<_> = (0..3).map(|i| cluster.spawn(i)).collect();
+    for rx in waits {
+        rx.recv_timeout(DEADLINE).expect("node restarted");
+    }
+    for i in 0..3 {
+        let addr = cluster.addr(i);
+        wait_until("the topic after a full restart", || {
+            topic_partitions(&addr, "durable-meta").is_some_and(|p| p.len() == 4)
+        });
+    }
+}
+
+#[test]
+fn inconsistent_cluster_configuration_is_refused_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], data: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_runnel"))
+            .arg("broker")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(data)
+            .args(args)
+            .output()
+            .expect("run runnel")
+    };
+    let out = run(
+        &[
+            "--node-id",
+            "4",
+            "--controller-quorum-voters",
+            "1@127.0.0.1:1,2@127.0.0.1:2",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not in --controller-quorum-voters"), "{err}");
+    let out = run(
+        &[
+            "--node-id",
+            "1",
+            "--controller-quorum-voters",
+            "1@127.0.0.1:1,1@127.0.0.1:2",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
+}
