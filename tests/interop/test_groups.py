@@ -258,3 +258,42 @@ def test_kcat_balanced_consumer(fast_broker):
     cp = kcat("-b", bs, "-G", group, "-o", "beginning", "-e", "-q", "-f", "%s\\n", topic, timeout=60)
     values = sorted(cp.stdout.decode().split())
     assert values == sorted(f"v{i}" for i in range(20))
+
+
+def test_kip848_consumer_protocol_members_share_partitions_and_commit(fast_broker):
+    """librdkafka with group.protocol=consumer: the broker assigns (KIP-848), no JoinGroup."""
+    bs = fast_broker.bootstrap
+    topic = unique_topic("grp848")
+    create_topic(bs, topic, partitions=4)
+    expected = produce_keyed(bs, topic, 200, 4)
+    group = unique_topic("g848")
+
+    def member():
+        return Consumer(ck_conf(bs, **{
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }))
+
+    members = Members([member(), member()])
+    try:
+        for c in members.consumers:
+            c.subscribe([topic])
+
+        def shared():
+            members.poll_round()
+            sizes = sorted(len(a) for a in members.assignments())
+            return sizes == [2, 2] and set(members.all_seen()) >= expected
+
+        wait_until(shared, timeout=60, desc="two KIP-848 members with 2 partitions each reading everything")
+        owned = [p for a in members.assignments() for p in a]
+        assert sorted(owned) == [0, 1, 2, 3]
+        c = members.consumers[0]
+        c.commit(asynchronous=False)
+        committed = c.committed([TopicPartition(topic, p) for p in sorted(tp.partition for tp in c.assignment())],
+                                timeout=OP_TIMEOUT)
+        assert all(tp.offset > 0 for tp in committed), committed
+    finally:
+        members.close()

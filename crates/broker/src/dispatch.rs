@@ -45,6 +45,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeQuorum, 0, 1),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 0),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -171,6 +173,17 @@ pub async fn dispatch(
             let response = handlers::groups::join_group(broker, request, version, &ctx).await;
             encode_response(key, version, correlation_id, &response).map(Some)
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            let request: ConsumerGroupHeartbeatRequest = decode(&mut buf, key, version)?;
+            let ctx = RequestContext { client_id, peer };
+            let response =
+                handlers::consumer_group::heartbeat(broker, request, version, &ctx).await;
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
+        ApiKey::ConsumerGroupDescribe => call!(
+            ConsumerGroupDescribeRequest,
+            handlers::consumer_group::describe
+        ),
         ApiKey::Heartbeat => call!(HeartbeatRequest, handlers::groups::heartbeat),
         ApiKey::LeaveGroup => call!(LeaveGroupRequest, handlers::groups::leave_group),
         ApiKey::SyncGroup => call!(SyncGroupRequest, handlers::groups::sync_group),

@@ -22,4 +22,5 @@ pub mod code {
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
     pub const INVALID_RECORD: i16 = 87;
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
 }

@@ -17,9 +17,10 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use runnel_group::{
-    partition_for_group, CommittedOffset, GroupConfig, GroupCoordinator, GroupDescription,
-    HeartbeatRequest, JoinRequest, JoinResponse, OffsetCommitRequest, OffsetsRecord, Output,
-    RequestId, SyncRequest, SyncResponse,
+    consumer_group::ClientInfo, partition_for_group, CommittedOffset, ConsumerGroupConfig,
+    ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat, ConsumerHeartbeatResponse,
+    GroupConfig, GroupCoordinator, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
+    OffsetCommitRequest, OffsetsRecord, Output, RequestId, SyncRequest, SyncResponse, TopicsView,
 };
 use runnel_metadata::MetadataImage;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -61,6 +62,13 @@ enum Command {
         Vec<(String, Vec<i32>)>,
         oneshot::Sender<(i16, PartitionCodes)>,
     ),
+    ConsumerHeartbeat(
+        ConsumerHeartbeat,
+        String,
+        String,
+        oneshot::Sender<ConsumerHeartbeatResponse>,
+    ),
+    ConsumerDescribe(Vec<String>, oneshot::Sender<Vec<ConsumerGroupDescription>>),
 }
 
 /// Cloneable access to the group task.
@@ -153,6 +161,36 @@ impl GroupHandle {
             })
     }
 
+    /// KIP-848 ConsumerGroupHeartbeat.
+    pub async fn consumer_heartbeat(
+        &self,
+        req: ConsumerHeartbeat,
+        client_id: String,
+        client_host: String,
+    ) -> ConsumerHeartbeatResponse {
+        self.call(|r| Command::ConsumerHeartbeat(req, client_id, client_host, r))
+            .await
+            .unwrap_or(ConsumerHeartbeatResponse {
+                error_code: COORDINATOR_NOT_AVAILABLE,
+                error_message: None,
+                member_id: None,
+                member_epoch: 0,
+                heartbeat_interval_ms: 5000,
+                assignment: None,
+            })
+    }
+
+    pub async fn consumer_describe(&self, group_ids: Vec<String>) -> Vec<ConsumerGroupDescription> {
+        let ids = group_ids.clone();
+        self.call(|r| Command::ConsumerDescribe(group_ids, r))
+            .await
+            .unwrap_or_else(|| {
+                ids.into_iter()
+                    .map(|g| consumer_describe_error(g, COORDINATOR_NOT_AVAILABLE))
+                    .collect()
+            })
+    }
+
     pub async fn delete_offsets(
         &self,
         group_id: String,
@@ -197,6 +235,30 @@ pub fn describe_error(group_id: String, code: i16) -> GroupDescription {
     }
 }
 
+pub fn consumer_describe_error(group_id: String, code: i16) -> ConsumerGroupDescription {
+    ConsumerGroupDescription {
+        group_id,
+        error_code: code,
+        error_message: None,
+        state: String::new(),
+        group_epoch: -1,
+        assignment_epoch: -1,
+        assignor_name: String::new(),
+        members: Vec::new(),
+    }
+}
+
+/// Topic names, ids and partition counts from the image, for the server-side assignors.
+fn topics_view(image: &MetadataImage) -> TopicsView {
+    TopicsView {
+        topics: image
+            .topics
+            .values()
+            .map(|t| (t.name.clone(), (t.id, t.partitions.len() as i32)))
+            .collect(),
+    }
+}
+
 enum Pending {
     Join(i32, oneshot::Sender<JoinResponse>),
     Sync(i32, oneshot::Sender<SyncResponse>),
@@ -208,6 +270,10 @@ struct GroupManager {
     replicas: Arc<ReplicaManager>,
     image: watch::Receiver<Arc<MetadataImage>>,
     coordinators: BTreeMap<i32, GroupCoordinator>,
+    /// KIP-848 groups, per coordinator partition (membership is soft state: not persisted;
+    /// their offsets are stored like every other group's).
+    consumer_groups: BTreeMap<i32, ConsumerGroups>,
+    consumer_config: ConsumerGroupConfig,
     pending: HashMap<RequestId, Pending>,
     next_request: RequestId,
 }
@@ -233,6 +299,8 @@ pub fn spawn(
         replicas,
         image,
         coordinators: BTreeMap::new(),
+        consumer_groups: BTreeMap::new(),
+        consumer_config: ConsumerGroupConfig::default(),
         pending: HashMap::new(),
         next_request: 0,
     };
@@ -292,6 +360,7 @@ impl GroupManager {
                 "no longer group coordinator for this partition"
             );
             self.coordinators.remove(&p);
+            self.consumer_groups.remove(&p);
             self.fail_pending(p, NOT_COORDINATOR);
         }
         for p in led {
@@ -449,8 +518,32 @@ impl GroupManager {
                     let _ = reply.send((code, vec![code; members.len()]));
                 }
             },
-            Command::Commit(req, reply) => match self.route(&req.group_id) {
+            Command::Commit(mut req, reply) => match self.route(&req.group_id) {
                 Ok(p) => {
+                    if let Some(groups) = self
+                        .consumer_groups
+                        .get(&p)
+                        .filter(|g| g.contains(&req.group_id))
+                    {
+                        // A KIP-848 member commits with its member epoch; once it checks out,
+                        // the offsets are stored the same way as a simple commit.
+                        if let Err(code) = groups.is_member_epoch_valid(
+                            &req.group_id,
+                            &req.member_id,
+                            req.generation_id,
+                        ) {
+                            let codes = req
+                                .offsets
+                                .iter()
+                                .map(|o| (o.topic.clone(), o.partition, code))
+                                .collect();
+                            let _ = reply.send((code, codes));
+                            return;
+                        }
+                        req.generation_id = -1;
+                        req.member_id.clear();
+                        req.group_instance_id = None;
+                    }
                     let (code, mut codes, records) = self.coordinator(p).commit_offsets(now, &req);
                     if !records.is_empty() && !self.persist(p, records) {
                         for c in &mut codes {
@@ -481,11 +574,21 @@ impl GroupManager {
             }
             Command::List(states, reply) => {
                 self.follow_leadership();
-                let groups = self
+                let mut groups: Vec<(String, String, String)> = self
                     .coordinators
                     .values()
                     .flat_map(|c| c.list_groups(&states))
                     .collect();
+                for consumer in self.consumer_groups.values() {
+                    for (id, state) in consumer.list() {
+                        let wanted = states.is_empty()
+                            || states.iter().any(|s| s.eq_ignore_ascii_case(&state));
+                        if wanted {
+                            groups.retain(|g| g.0 != id);
+                            groups.push((id, "consumer".into(), state));
+                        }
+                    }
+                }
                 let _ = reply.send(groups);
             }
             Command::Describe(group_ids, reply) => {
@@ -519,6 +622,48 @@ impl GroupManager {
                 }
                 let _ = reply.send(out);
             }
+            Command::ConsumerHeartbeat(req, client_id, client_host, reply) => {
+                let response = match self.route(&req.group_id) {
+                    Ok(p) => {
+                        let topics = topics_view(&self.image.borrow());
+                        let client = ClientInfo {
+                            client_id: &client_id,
+                            client_host: &client_host,
+                        };
+                        let config = self.consumer_config.clone();
+                        let groups = self
+                            .consumer_groups
+                            .entry(p)
+                            .or_insert_with(|| ConsumerGroups::new(config));
+                        groups.heartbeat_from(now, req, client, &topics)
+                    }
+                    Err(code) => ConsumerHeartbeatResponse {
+                        error_code: code,
+                        error_message: None,
+                        member_id: None,
+                        member_epoch: 0,
+                        heartbeat_interval_ms: self.consumer_config.heartbeat_interval_ms,
+                        assignment: None,
+                    },
+                };
+                let _ = reply.send(response);
+            }
+            Command::ConsumerDescribe(group_ids, reply) => {
+                let topics = topics_view(&self.image.borrow());
+                let mut out = Vec::with_capacity(group_ids.len());
+                for g in group_ids {
+                    let described = match self.route(&g) {
+                        Ok(p) => self
+                            .consumer_groups
+                            .get(&p)
+                            .and_then(|c| c.describe(std::slice::from_ref(&g), &topics).pop())
+                            .unwrap_or_else(|| consumer_describe_error(g, 69)),
+                        Err(code) => consumer_describe_error(g, code),
+                    };
+                    out.push(described);
+                }
+                let _ = reply.send(out);
+            }
             Command::DeleteOffsets(group_id, partitions, reply) => match self.route(&group_id) {
                 Ok(p) => {
                     let (code, codes, records) =
@@ -549,6 +694,12 @@ impl GroupManager {
         for p in partitions {
             let outputs = self.coordinator(p).tick(now);
             self.apply_outputs(p, outputs);
+        }
+        if !self.consumer_groups.is_empty() {
+            let topics = topics_view(&self.image.borrow());
+            for groups in self.consumer_groups.values_mut() {
+                groups.tick(now, &topics);
+            }
         }
     }
 

@@ -19,6 +19,8 @@ pub struct ReplicaManager {
     partitions: RwLock<HashMap<String, BTreeMap<i32, Arc<Partition>>>>,
     /// Woken after every append so long-polling fetches can re-check.
     pub appended: Notify,
+    /// Whether the metadata image has caught up with the log, so stray logs may be deleted.
+    caught_up: std::sync::atomic::AtomicBool,
 }
 
 impl ReplicaManager {
@@ -29,6 +31,7 @@ impl ReplicaManager {
             defaults,
             partitions: RwLock::new(HashMap::new()),
             appended: Notify::new(),
+            caught_up: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -82,20 +85,15 @@ impl ReplicaManager {
                         partition.set_role(role);
                         partition
                     }
-                    None => {
-                        match self
-                            .logs
-                            .get_or_create(name, index, topic.id, log_config(&config))
-                        {
-                            Ok(log) => {
-                                Arc::new(Partition::new(name.clone(), index, topic.id, log, role))
-                            }
-                            Err(e) => {
-                                tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
-                                continue;
-                            }
+                    None => match self.open_log(name, index, topic.id, &config) {
+                        Ok(log) => {
+                            Arc::new(Partition::new(name.clone(), index, topic.id, log, role))
                         }
-                    }
+                        Err(e) => {
+                            tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
+                            continue;
+                        }
+                    },
                 };
                 let role = partition.role();
                 if role.leader == self.node_id && role.isr == [self.node_id] {
@@ -109,10 +107,14 @@ impl ReplicaManager {
                     .insert(index, partition);
             }
         }
-        // Logs on disk or in memory that the image no longer assigns here are deleted.
+        // Logs the image no longer assigns here are deleted. Logs found on disk at startup that
+        // no image has mentioned yet are only deleted once this node has caught up with the
+        // metadata log: a half-replayed image must never cost data.
+        let caught_up = self.caught_up.load(std::sync::atomic::Ordering::Acquire);
         for (topic, index) in self.logs.partitions() {
             let keep = wanted.get(&topic).is_some_and(|m| m.contains_key(&index));
-            if !keep {
+            let known = current.get(&topic).is_some_and(|m| m.contains_key(&index));
+            if !keep && (known || caught_up) {
                 tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
                 if let Err(e) = self.logs.delete(&topic, index) {
                     tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
@@ -122,6 +124,39 @@ impl ReplicaManager {
         *self.partitions.write() = wanted;
         // New leaders may unblock fetches waiting for a partition to appear.
         self.appended.notify_waiters();
+    }
+
+    /// Marks this node as caught up with the metadata log (see `apply_image`).
+    pub fn set_caught_up(&self) {
+        self.caught_up
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Opens or creates a partition's log. A leftover log of a deleted topic with the same
+    /// name (another topic id) is removed first: the image is the truth.
+    fn open_log(
+        &self,
+        topic: &str,
+        index: i32,
+        topic_id: uuid::Uuid,
+        config: &runnel_metadata::EffectiveTopicConfig,
+    ) -> Result<runnel_log::SharedLog, runnel_log::LogError> {
+        match self
+            .logs
+            .get_or_create(topic, index, topic_id, log_config(config))
+        {
+            Err(runnel_log::LogError::InconsistentTopicId { .. }) => {
+                tracing::info!(
+                    topic,
+                    partition = index,
+                    "replacing the log of a deleted topic with the same name"
+                );
+                self.logs.delete(topic, index)?;
+                self.logs
+                    .get_or_create(topic, index, topic_id, log_config(config))
+            }
+            other => other,
+        }
     }
 
     /// One cleaning pass over every compacted log that needs it. The heavy rewrite runs

@@ -131,8 +131,16 @@ async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
     cluster_id: String,
     publisher: Publisher,
+    replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
 ) {
+    // What this node had committed when it started: once applied, stray logs may go.
+    let target = quorum.last_committed_offset();
+    let mut caught_up = false;
+    if target < 0 {
+        replicas.set_caught_up();
+        caught_up = true;
+    }
     let mut reader = quorum.committed();
     while let Some(committed) = reader.next().await {
         match committed {
@@ -149,7 +157,58 @@ async fn follow_quorum(
                 }
             },
         }
+        if !caught_up && image.offset >= target {
+            replicas.set_caught_up();
+            caught_up = true;
+        }
         publisher.publish(image.clone());
+    }
+}
+
+/// Registers with the active controller. A previous process of this node (killed without a
+/// clean shutdown) may still hold the id until its session expires: the registration is
+/// retried past one session timeout, as Kafka's brokers do, and only then refused for good.
+async fn register_in_cluster(
+    client: &ControllerClient,
+    config: &BrokerConfig,
+    incarnation: Uuid,
+    host: &str,
+    port: u16,
+    session_timeout: Duration,
+) -> Result<(), BrokerError> {
+    let give_up = tokio::time::Instant::now() + session_timeout * 2 + Duration::from_secs(5);
+    let mut warned = false;
+    loop {
+        let attempt = client
+            .register_broker(
+                config.node_id,
+                incarnation,
+                host.to_string(),
+                port,
+                config.rack(),
+                Duration::from_secs(120),
+            )
+            .await;
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(e) if e.code == 101 && tokio::time::Instant::now() < give_up => {
+                if !warned {
+                    tracing::warn!(
+                        node_id = config.node_id,
+                        "node id still registered by a previous process; waiting for its session to expire"
+                    );
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) if e.code == 101 => {
+                return Err(BrokerError::Startup(format!(
+                    "node id {} is already in use by another live broker (DUPLICATE_BROKER_REGISTRATION)",
+                    config.node_id
+                )))
+            }
+            Err(e) => return Err(BrokerError::Startup(format!("broker registration failed: {}", e.message))),
+        }
     }
 }
 
@@ -248,6 +307,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                     BrokerError::Startup(format!("metadata log cannot be replayed: {e}"))
                 })?;
             let image = Arc::new(image);
+            // The file log was replayed in full: the image is complete.
+            replicas.set_caught_up();
             let (image_tx, image_rx) = watch::channel(image.clone());
             let publisher = Publisher::new(replicas.clone(), image_tx);
             publisher.publish(image.clone());
@@ -304,6 +365,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 quorum.clone(),
                 cluster_id.clone(),
                 publisher,
+                replicas.clone(),
                 image.clone(),
             ));
             let local = if cluster.controller {
@@ -330,19 +392,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             );
             if cluster.broker {
                 let incarnation = Uuid::new_v4();
-                client
-                    .register_broker(config.node_id, incarnation, host.clone(), port, config.rack(), Duration::from_secs(120))
-                    .await
-                    .map_err(|e| {
-                        if e.code == 101 {
-                            BrokerError::Startup(format!(
-                                "node id {} is already in use by another live broker (DUPLICATE_BROKER_REGISTRATION)",
-                                config.node_id
-                            ))
-                        } else {
-                            BrokerError::Startup(format!("broker registration failed: {}", e.message))
-                        }
-                    })?;
+                register_in_cluster(&client, &config, incarnation, &host, port, session_timeout)
+                    .await?;
                 let heartbeat_every = Duration::from_millis(
                     config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
                 );

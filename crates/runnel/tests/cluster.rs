@@ -356,3 +356,106 @@ fn inconsistent_cluster_configuration_is_refused_with_one_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
 }
+
+#[test]
+fn restarted_broker_keeps_its_partition_data() {
+    let mut cluster = Cluster::start(3, &[]);
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    // One partition, one replica, on broker 2.
+    let mut wire = Wire::connect(&cluster.addr(0));
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("on-two")))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+            .with_assignments(vec![
+                create_topics_request::CreatableReplicaAssignment::default()
+                    .with_partition_index(0)
+                    .with_broker_ids(vec![BrokerId(2)]),
+            ])]);
+    let resp: CreateTopicsResponse = wire.call(ApiKey::CreateTopics, 5, &req);
+    assert_eq!(resp.topics[0].error_code, 0);
+    let addr = cluster.addr(1);
+    wait_until("broker 2 leads the partition", || {
+        topic_partitions(&addr, "on-two").is_some_and(|p| p == vec![(2, vec![2])])
+    });
+    let mut two = Wire::connect(&addr);
+    for i in 0..20 {
+        let v = format!("v{i}");
+        let b = batch(
+            &[(None, v.as_str())],
+            kafka_protocol::records::Compression::None,
+        );
+        assert_eq!(two.produce("on-two", 0, b, 1).0, 0);
+    }
+    cluster.restart(1);
+    let addr = cluster.addr(1);
+    wait_until("broker 2 leads again after its restart", || {
+        topic_partitions(&addr, "on-two").is_some_and(|p| p == vec![(2, vec![2])])
+            && Wire::try_connect(&addr).is_some()
+    });
+    let mut two = Wire::connect(&addr);
+    wait_until("the partition is served again", || {
+        two.fetch("on-two", 0, 0, 100).0 == 0
+    });
+    let records = two.fetch_all("on-two", 0, 0);
+    assert_eq!(
+        values(&records),
+        (0..20).map(|i| format!("v{i}")).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn second_live_process_with_the_same_node_id_is_refused() {
+    let overrides = [
+        "broker.session.timeout.ms=1000",
+        "broker.heartbeat.interval.ms=200",
+    ];
+    let cluster = Cluster::start(3, &overrides);
+    wait_until("a quorum leader", || quorum(&cluster.addr(0)).is_some());
+    let dir = tempfile::tempdir().unwrap();
+    let broker_only = |data: &Path| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
+        cmd.args([
+            "broker",
+            "--node-id",
+            "7",
+            "--process-roles",
+            "broker",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--controller-quorum-voters")
+        .arg(&cluster.voters)
+        .arg("--data-dir")
+        .arg(data)
+        .env("RUST_LOG", "warn");
+        for o in overrides {
+            cmd.arg("--override").arg(o);
+        }
+        cmd
+    };
+    let mut first = broker_only(&dir.path().join("a"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = cluster.addr(0);
+    wait_until("the broker-only node registered and unfenced", || {
+        live_broker_ids(&addr).is_some_and(|ids| ids.contains(&7))
+    });
+    let started = Instant::now();
+    let second = broker_only(&dir.path().join("b")).output().unwrap();
+    let _ = first.kill();
+    let _ = first.wait();
+    assert!(
+        !second.status.success(),
+        "the second process must not start"
+    );
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("already in use"), "one clear line: {err}");
+    assert!(started.elapsed() < Duration::from_secs(25));
+}

@@ -31,7 +31,15 @@ pub async fn handle(
         auto_create(broker, names).await;
     }
     let image = broker.image();
-    let topics = match &requested {
+    // v10+ clients (KIP-848 consumers) may ask by topic id alone.
+    let by_id: Vec<uuid::Uuid> = request
+        .topics
+        .iter()
+        .flatten()
+        .filter(|t| t.name.is_none() && !t.topic_id.is_nil())
+        .map(|t| t.topic_id)
+        .collect();
+    let mut topics: Vec<MetadataResponseTopic> = match &requested {
         None => image
             .topics
             .values()
@@ -54,6 +62,14 @@ pub async fn handle(
             })
             .collect(),
     };
+    for id in by_id {
+        topics.push(match image.topic_by_id(&id) {
+            Some(t) => describe_topic(&image, t),
+            None => MetadataResponseTopic::default()
+                .with_error_code(code::UNKNOWN_TOPIC_ID)
+                .with_topic_id(id),
+        });
+    }
     let response = MetadataResponse::default()
         .with_brokers(brokers(&image))
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))

@@ -3,6 +3,7 @@
 
 pub mod api_versions;
 pub mod configs;
+pub mod consumer_group;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_quorum;

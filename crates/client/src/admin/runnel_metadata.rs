@@ -127,23 +127,37 @@ pub struct StateChangeEvent {
     pub detail: Option<String>,
 }
 
-/// An error a broker may report instead of an answer. Not part of the answer schemas; read
-/// leniently first so that `{"error_code":41,"error_message":"..."}` becomes NOT_CONTROLLER
-/// rather than a confusing "missing field" decode error.
+/// What a Runnel broker sends instead of an answer when it cannot give one:
+/// `{"error":{"code":41,"message":"..."}}` (a Kafka error code). Read leniently first, so the
+/// error becomes e.g. NOT_CONTROLLER rather than a "missing field" decode error.
 #[derive(Debug, Default, Deserialize)]
 struct ErrorProbe {
     #[serde(default)]
-    error_code: i16,
+    error: Option<ReportedError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReportedError {
+    code: i16,
     #[serde(default)]
-    error_message: Option<String>,
+    message: Option<String>,
 }
 
 /// Decodes a response body: a reported error becomes a Kafka error, bad JSON a protocol error.
 pub fn decode_answer<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T> {
     let text = std::str::from_utf8(body)
         .map_err(|e| ClientError::protocol("RunnelDescribeMetadata response is not UTF-8", e))?;
-    if let Ok(probe) = serde_json::from_str::<ErrorProbe>(text) {
-        ClientError::check(probe.error_code, probe.error_message.as_deref())?;
+    if let Ok(ErrorProbe {
+        error: Some(reported),
+    }) = serde_json::from_str::<ErrorProbe>(text)
+    {
+        // A code of 0 with an error object would be a broker bug; report it as unknown.
+        let code = if reported.code == 0 {
+            -1
+        } else {
+            reported.code
+        };
+        return Err(ClientError::kafka(code, reported.message));
     }
     serde_json::from_str(text)
         .map_err(|e| ClientError::protocol("decoding RunnelDescribeMetadata response", e))
@@ -248,7 +262,7 @@ mod tests {
     #[test]
     fn reported_errors_and_garbage() {
         let err =
-            decode_answer::<MetadataTree>(br#"{"error_code":41,"error_message":"no controller"}"#)
+            decode_answer::<MetadataTree>(br#"{"error":{"code":41,"message":"no controller"}}"#)
                 .unwrap_err();
         assert_eq!(err.code(), Some(41));
         assert!(matches!(

@@ -55,6 +55,9 @@ impl NodeProcess {
         let log: SharedLog = Arc::new(tokio::sync::Mutex::new(log));
         let mut child = Command::new(exe)
             .args(&args)
+            // The output goes to a log file and into error reports, not to a terminal:
+            // no ANSI colour codes (honoured by tracing-subscriber).
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
