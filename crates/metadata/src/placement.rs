@@ -365,7 +365,9 @@ pub fn assign_replicas_cluster_aware(
     let first_pid = i64::from(start_partition_id.max(0));
 
     // Leaders do not depend on the shift: lead(p) = order[(p + start) mod n].
-    let mut best_start = (u128::MAX, 0);
+    // Every start index that balances leaders best is a candidate; the replica balance then
+    // picks among them (and the shift), so ties in leaders never cost replica balance.
+    let mut best_starts: (u128, Vec<i64>) = (u128::MAX, Vec::new());
     for start in 0..n {
         let mut added: HashMap<i32, u64> = HashMap::new();
         // Leaders repeat with period n: full rounds add the same count to every broker (which
@@ -376,14 +378,20 @@ pub fn assign_replicas_cluster_aware(
                 .or_default() += 1;
         }
         let score = imbalance(&load.leaders, &added, &ids);
-        if score < best_start.0 {
-            best_start = (score, start);
+        if score < best_starts.0 {
+            best_starts = (score, vec![start]);
+        } else if score == best_starts.0 {
+            best_starts.1.push(start);
         }
     }
-    let start = best_start.1;
+    let start = best_starts.1.first().copied().unwrap_or(0);
 
     let mut best = None;
-    for shift in 0..n.max(1) {
+    let candidates = best_starts
+        .1
+        .iter()
+        .flat_map(|&start| (0..n.max(1)).map(move |shift| (start, shift)));
+    for (start, shift) in candidates {
         let placed = place(
             &layout,
             partitions,
