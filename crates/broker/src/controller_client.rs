@@ -282,6 +282,27 @@ impl ControllerClient {
         }
     }
 
+    pub async fn elect_leaders(
+        &self,
+        election: runnel_metadata::ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<runnel_metadata::ElectionResult>, ApiError> {
+        match self
+            .call(
+                Rq::ElectLeaders {
+                    election,
+                    partitions,
+                },
+                ADMIN_DEADLINE,
+            )
+            .await?
+        {
+            Rs::Elections(r) => Ok(r),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("ElectLeaders")),
+        }
+    }
+
     /// The quorum's replication state as the leader sees it (None on a single node).
     pub async fn quorum_status(&self) -> Result<Option<runnel_raft::QuorumStatus>, ApiError> {
         if self.remote.is_none() {

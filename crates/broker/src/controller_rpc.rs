@@ -55,6 +55,10 @@ pub enum ControllerRequest {
     },
     /// DescribeQuorum: only the leader knows how far every replica got.
     QuorumStatus,
+    ElectLeaders {
+        election: runnel_metadata::ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +71,7 @@ pub enum ControllerResponse {
     ProducerId(i64),
     Events(EventsSince),
     QuorumStatus(runnel_raft::QuorumStatus),
+    Elections(Vec<runnel_metadata::ElectionResult>),
     Error(ApiError),
 }
 
@@ -132,6 +137,13 @@ pub async fn serve(
             .await
             .map(Rs::ProducerId),
         Rq::Events { since } => handle.events(since).await.map(Rs::Events),
+        Rq::ElectLeaders {
+            election,
+            partitions,
+        } => handle
+            .elect_leaders(election, partitions)
+            .await
+            .map(Rs::Elections),
         Rq::QuorumStatus => match quorum {
             Some(q) if q.is_leader() => Ok(Rs::QuorumStatus(q.status())),
             Some(q) => Err(ApiError {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use runnel_metadata::{
     AlterConfigOp, ApiError, ConfigResource, Controller, ControllerConfig, CreatePartitionsRequest,
-    CreateTopicOutcome, CreateTopicRequest, MetadataImage, MetadataRecord, StateChangeEvent,
-    TopicRef,
+    CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType, MetadataImage,
+    MetadataRecord, StateChangeEvent, TopicRef,
 };
 use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -79,6 +79,11 @@ enum Command {
         since: u64,
         reply: Reply<EventsSince>,
     },
+    ElectLeaders {
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+        reply: Reply<Vec<ElectionResult>>,
+    },
 }
 
 impl Command {
@@ -93,6 +98,7 @@ impl Command {
             Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
             Command::AllocateProducerIds { reply, .. } => drop(reply.send(Err(e))),
             Command::Events { reply, .. } => drop(reply.send(Err(e))),
+            Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
         }
     }
 }
@@ -213,6 +219,19 @@ impl ControllerHandle {
 
     pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
         self.call(|reply| Command::Events { since, reply }).await
+    }
+
+    pub async fn elect_leaders(
+        &self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<ElectionResult>, ApiError> {
+        self.call(|reply| Command::ElectLeaders {
+            election,
+            partitions,
+            reply,
+        })
+        .await
     }
 }
 
@@ -488,6 +507,26 @@ impl ControllerShell {
             }
             Command::Events { since, reply } => {
                 let _ = reply.send(Ok(self.controller.events_since(since)));
+            }
+            Command::ElectLeaders {
+                election,
+                partitions,
+                reply,
+            } => {
+                let (mut results, records) = self.controller.elect_leaders(
+                    &self.image,
+                    election,
+                    partitions.as_deref(),
+                    now_ms(),
+                );
+                if let Err(e) = self.commit(records).await {
+                    for r in &mut results {
+                        if r.2.is_ok() {
+                            r.2 = Err(e.clone());
+                        }
+                    }
+                }
+                let _ = reply.send(Ok(results));
             }
         }
     }

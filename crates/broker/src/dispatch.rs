@@ -45,6 +45,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeQuorum, 0, 1),
+    (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
 ];
@@ -164,6 +165,7 @@ pub async fn dispatch(
             call!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
         ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
+        ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
         ApiKey::FindCoordinator => {
             call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }

@@ -25,7 +25,8 @@ pub mod topic_name;
 
 pub use controller::{
     AlterConfigOp, Controller, ControllerConfig, CreatePartitionsRequest, CreateTopicOutcome,
-    CreateTopicRequest, CreatedTopic, TopicRef, MAX_PARTITIONS_PER_REQUEST,
+    CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType, TopicRef,
+    MAX_PARTITIONS_PER_REQUEST,
 };
 pub use errors::{codes, ApiError};
 pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};

@@ -334,3 +334,50 @@ fn auto_creation_follows_the_broker_setting() {
     let resp: MetadataResponse = wire.call(ApiKey::Metadata, 9, &req);
     assert_eq!(resp.topics[0].error_code, 3);
 }
+
+#[test]
+fn elect_leaders_reports_per_partition_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("elect", 2, 1, &[]).0, 0);
+    let req = |election_type: i8, partitions: Vec<i32>, topic: &str| {
+        ElectLeadersRequest::default()
+            .with_election_type(election_type)
+            .with_timeout_ms(5000)
+            .with_topic_partitions(Some(vec![elect_leaders_request::TopicPartitions::default(
+            )
+            .with_topic(name(topic))
+            .with_partitions(partitions)]))
+    };
+    let resp: ElectLeadersResponse =
+        wire.call(ApiKey::ElectLeaders, 1, &req(0, vec![0, 1], "elect"));
+    let codes: Vec<i16> = resp.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|r| r.error_code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![84, 84],
+        "ELECTION_NOT_NEEDED: the preferred replica leads"
+    );
+    let resp: ElectLeadersResponse = wire.call(ApiKey::ElectLeaders, 1, &req(1, vec![0], "elect"));
+    assert_eq!(
+        resp.replica_election_results[0].partition_result[0].error_code, 84,
+        "unclean: a leader exists"
+    );
+    let resp: ElectLeadersResponse = wire.call(ApiKey::ElectLeaders, 1, &req(0, vec![5], "elect"));
+    assert_eq!(
+        resp.replica_election_results[0].partition_result[0].error_code,
+        3
+    );
+    let all = ElectLeadersRequest::default()
+        .with_timeout_ms(5000)
+        .with_topic_partitions(None);
+    let resp: ElectLeadersResponse = wire.call(ApiKey::ElectLeaders, 1, &all);
+    assert!(
+        resp.replica_election_results.is_empty(),
+        "nothing to elect, nothing reported"
+    );
+}

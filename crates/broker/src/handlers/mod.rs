@@ -7,6 +7,7 @@ pub mod consumer_group;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_quorum;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod groups;
 pub mod init_producer_id;

@@ -1,13 +1,16 @@
 //! Cluster administration (the operations behind kafka-topics.sh, kafka-configs.sh,
-//! kafka-consumer-groups.sh and kafka-metadata-quorum.sh), each one Kafka request, routed to
+//! kafka-consumer-groups.sh, kafka-metadata-quorum.sh, kafka-leader-election.sh and
+//! kafka-reassign-partitions.sh), each one Kafka request, routed to
 //! the controller or to partition leaders as Kafka requires; plus Runnel's own metadata view.
 
 mod cluster;
 mod configs;
+mod elect_leaders;
 mod group_offsets;
 mod groups;
 pub(crate) mod offsets;
 mod quorum;
+mod reassignments;
 pub mod runnel_metadata;
 mod topics;
 
@@ -18,10 +21,15 @@ pub use configs::{
     AlterConfigOp, ConfigEntry, ConfigOpType, ConfigResource, ConfigSource, ConfigSynonym,
     ResourceType,
 };
+pub use elect_leaders::{elect_leaders_request, elect_leaders_results, ElectionType};
 pub use groups::{GroupDescription, GroupListing, GroupMemberDescription};
 pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
 pub use quorum::{describe_quorum_request, QuorumInfo, QuorumReplica, CLUSTER_METADATA_TOPIC};
+pub use reassignments::{
+    alter_reassignments_request, alter_reassignments_results, list_reassignments_request,
+    list_reassignments_results, PartitionReassignment,
+};
 pub use runnel_metadata::{
     MetadataTree, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition, TreeTopic,
 };

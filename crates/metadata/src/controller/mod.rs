@@ -14,6 +14,7 @@ mod commit;
 mod create_partitions;
 mod create_topics;
 mod delete_topics;
+mod elect_leaders;
 mod events;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -32,6 +33,7 @@ pub use alter_configs::AlterConfigOp;
 pub use create_partitions::{CreatePartitionsRequest, CreatePartitionsResult};
 pub use create_topics::{CreateTopicOutcome, CreateTopicRequest, CreatedTopic};
 pub use delete_topics::{DeleteTopicResult, TopicRef};
+pub use elect_leaders::{ElectionResult, ElectionType};
 use events::EventLog;
 
 /// Most partitions one topic may be created or grown with in one request. Kafka's KRaft

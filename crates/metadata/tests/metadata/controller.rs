@@ -594,3 +594,66 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn preferred_election_moves_leadership_back_when_the_preferred_replica_is_in_sync() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    h.create("pref", 1, 3).unwrap();
+    let topic_id = h.image.topic("pref").unwrap().id;
+    let replicas = h.image.partition("pref", 0).unwrap().replicas.clone();
+    let preferred = replicas[0];
+    let other = replicas[1];
+    // Leadership elsewhere with everyone in sync (as after a failover and a catch-up).
+    h.commit(vec![MetadataRecord::PartitionChange {
+        topic_id,
+        partition_id: 0,
+        leader: Some(other),
+        isr: Some(replicas.clone()),
+        replicas: None,
+        adding_replicas: None,
+        removing_replicas: None,
+    }]);
+    let epoch_before = h.image.partition("pref", 0).unwrap().leader_epoch;
+    let now = h.now_ms;
+    let (results, records) = h.controller.elect_leaders(
+        &h.image,
+        ElectionType::Preferred,
+        Some(&[("pref".into(), 0)]),
+        now,
+    );
+    assert!(results[0].2.is_ok(), "{results:?}");
+    h.commit(records);
+    let p = h.image.partition("pref", 0).unwrap();
+    assert_eq!(p.leader, preferred);
+    assert!(
+        p.leader_epoch > epoch_before,
+        "a leader change bumps the epoch"
+    );
+    assert_eq!(p.isr, replicas, "a preferred election keeps the ISR");
+    // Already the leader: ELECTION_NOT_NEEDED.
+    let (results, records) = h.controller.elect_leaders(
+        &h.image,
+        ElectionType::Preferred,
+        Some(&[("pref".into(), 0)]),
+        now,
+    );
+    assert_eq!(results[0].2.as_ref().unwrap_err().code, 84);
+    assert!(records.is_empty());
+    // Preferred replica out of the ISR: PREFERRED_LEADER_NOT_AVAILABLE.
+    h.commit(vec![MetadataRecord::PartitionChange {
+        topic_id,
+        partition_id: 0,
+        leader: Some(other),
+        isr: Some(vec![other]),
+        replicas: None,
+        adding_replicas: None,
+        removing_replicas: None,
+    }]);
+    let (results, _) = h.controller.elect_leaders(
+        &h.image,
+        ElectionType::Preferred,
+        Some(&[("pref".into(), 0)]),
+        now,
+    );
+    assert_eq!(results[0].2.as_ref().unwrap_err().code, 80);
+}
