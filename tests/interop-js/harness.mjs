@@ -12,7 +12,9 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { Kafka, logLevel } from 'kafkajs';
+import kafkajs from 'kafkajs';
+
+const { Kafka, logLevel } = kafkajs;
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..');
@@ -66,17 +68,32 @@ export function unique(prefix = 't') {
   return `${prefix.replace(/[^a-zA-Z0-9._-]/g, '-').slice(0, 100)}-${randomBytes(4).toString('hex')}`;
 }
 
-const running = new Set();
-process.on('exit', () => {
-  // Last resort if a test file dies without its `after` hook: never leave a broker behind.
-  for (const b of running) {
+// Every process a test file starts (brokers, kcat, child group members), so that none is left
+// behind when the file exits without its `after` hook or is stopped by a signal (the test
+// runner's timeout, Ctrl-C): each is killed by its own pid.
+const children = new Set();
+export function killOnExit(proc) {
+  children.add(proc);
+  proc.once('exit', () => children.delete(proc));
+  return proc;
+}
+function killChildren() {
+  for (const proc of children) {
     try {
-      process.kill(b.proc.pid, 'SIGKILL');
+      process.kill(proc.pid, 'SIGKILL');
     } catch {
       /* already gone */
     }
   }
-});
+  children.clear();
+}
+process.on('exit', killChildren);
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.once(sig, () => {
+    killChildren();
+    process.exit(128 + os.constants.signals[sig]);
+  });
+}
 
 /** One `runnel broker` process on 127.0.0.1 with an ephemeral port and its own data dir. */
 export class Broker {
@@ -124,16 +141,14 @@ export class Broker {
     this.exited = new Promise((resolve) => {
       this.proc.once('exit', (code, signal) => {
         this.exit = { code, signal };
-        running.delete(this);
         resolve(this.exit);
       });
       this.proc.once('error', (err) => {
         this.exit = { code: null, signal: null, error: err };
-        running.delete(this);
         resolve(this.exit);
       });
     });
-    running.add(this);
+    killOnExit(this.proc);
     const deadline = Date.now() + timeout;
     for (;;) {
       const m = LISTEN_RE.exec(this.logSinceStart());
@@ -205,13 +220,37 @@ export class Broker {
     }
   }
 
+  /** The last `lines` lines of the log, runs of lines that differ only in numbers collapsed. */
   logTail(lines = 60) {
+    let text;
     try {
-      const text = fs.readFileSync(this.logPath, 'utf8').replace(ANSI_RE, '');
-      return text.split('\n').slice(-lines - 1).join('\n');
+      text = fs.readFileSync(this.logPath, 'utf8').replace(ANSI_RE, '');
     } catch {
       return '(no log)';
     }
+    const out = [];
+    let run = 0;
+    let prevShape = null;
+    const flush = () => {
+      if (run > 2) out.push(`    ... ${run - 2} similar lines ...`);
+      if (run > 1) out.push(last);
+    };
+    let last = null;
+    for (const line of text.split('\n')) {
+      const shape = line.replace(/\d+/g, '#');
+      if (shape === prevShape) {
+        run += 1;
+        last = line;
+        continue;
+      }
+      flush();
+      out.push(line);
+      prevShape = shape;
+      last = line;
+      run = 1;
+    }
+    flush();
+    return out.slice(-lines - 1).join('\n');
   }
 
   describe() {
@@ -319,9 +358,12 @@ export function useBroker({ overrides = {}, name } = {}) {
         const parts = [];
         if (b) parts.push(`--- runnel log: ${b.describe()} ---\n${b.logTail(80)}`);
         if (ctx.logs.length) parts.push(`--- kafkajs warnings/errors ---\n${ctx.logs.join('\n')}`);
-        if (parts.length) t.diagnostic(parts.join('\n'));
-        if (error instanceof Error && parts.length) {
-          error.message += `\n${parts.join('\n')}`;
+        if (!(error instanceof Error)) error = new Error(String(error));
+        if (parts.length) {
+          // Both: `message` for reporters that print it, `stack` for those that inspect the error.
+          const extra = `\n${parts.join('\n')}`;
+          error.message += extra;
+          if (typeof error.stack === 'string') error.stack += extra;
         }
         throw error;
       }
@@ -357,7 +399,7 @@ export function withTimeout(promise, ms, what) {
  */
 export function kcat(args, { input, timeout = 20_000, check = true } = {}) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(KCAT, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const proc = killOnExit(spawn(KCAT, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
     const out = [];
     const err = [];
     proc.stdout.on('data', (d) => out.push(d));

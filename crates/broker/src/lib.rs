@@ -15,6 +15,7 @@ pub mod metadata_log;
 pub mod partition;
 pub mod producer_state;
 pub mod publisher;
+pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod server;
 pub mod startup;

@@ -29,6 +29,10 @@ pub struct Partition {
     pub index: i32,
     pub topic_id: Uuid,
     pub log: SharedLog,
+    /// This broker's id: the leader's own LEO counts for the high watermark.
+    node_id: i32,
+    /// Leader side: each follower's log end offset, as its last fetch position said (E.2).
+    followers: Mutex<std::collections::HashMap<i32, i64>>,
     role: RwLock<Role>,
     producers: Mutex<ProducerStateTable>,
     /// Offset up to which the log is known to be fsynced (exclusive).
@@ -67,7 +71,14 @@ pub fn log_config(c: &EffectiveTopicConfig) -> LogConfig {
 }
 
 impl Partition {
-    pub fn new(topic: String, index: i32, topic_id: Uuid, log: SharedLog, role: Role) -> Self {
+    pub fn new(
+        topic: String,
+        index: i32,
+        topic_id: Uuid,
+        log: SharedLog,
+        role: Role,
+        node_id: i32,
+    ) -> Self {
         let flushed_to = log.lock().recovery_point();
         let producers = rebuild_producer_state(&log.lock());
         Partition {
@@ -75,6 +86,8 @@ impl Partition {
             index,
             topic_id,
             log,
+            node_id,
+            followers: Mutex::new(std::collections::HashMap::new()),
             role: RwLock::new(role),
             producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
@@ -172,11 +185,8 @@ impl Partition {
             .append(records, &headers, role.leader_epoch)
             .map_err(|e| (code::KAFKA_STORAGE_ERROR, e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
-        if role.isr.len() <= 1 {
-            // Alone in the ISR: everything appended is committed.
-            let leo = log.log_end_offset();
-            log.set_high_watermark(leo);
-        }
+        drop(producers);
+        self.advance_high_watermark(&role, &mut log);
         Ok(Appended {
             base_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -184,6 +194,64 @@ impl Partition {
             duplicate: false,
             log_append_time,
         })
+    }
+
+    /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it.
+    /// Returns whether the high watermark moved.
+    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
+        let role = self.role();
+        if role.leader != self.node_id || !role.replicas.contains(&replica) {
+            return false;
+        }
+        self.followers.lock().insert(replica, fetch_offset);
+        let mut log = self.log.lock();
+        self.advance_high_watermark(&role, &mut log)
+    }
+
+    /// Recomputes the high watermark after an ISR change (a removed member no longer holds it).
+    pub fn refresh_high_watermark(&self) -> bool {
+        let role = self.role();
+        if role.leader != self.node_id {
+            return false;
+        }
+        let mut log = self.log.lock();
+        self.advance_high_watermark(&role, &mut log)
+    }
+
+    /// HW = the smallest LEO among the ISR (the leader's own included), never moving back
+    /// (spec E.3). Followers not heard from yet count as 0.
+    fn advance_high_watermark(&self, role: &Role, log: &mut runnel_log::PartitionLog) -> bool {
+        if role.leader != self.node_id {
+            return false;
+        }
+        let leo = log.log_end_offset();
+        let followers = self.followers.lock();
+        let hw = role
+            .isr
+            .iter()
+            .filter(|r| **r != self.node_id)
+            .map(|r| followers.get(r).copied().unwrap_or(0).min(leo))
+            .fold(leo, i64::min);
+        if hw > log.high_watermark() {
+            log.set_high_watermark(hw);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Follower side: appends the leader's batches as they are (offsets and epochs kept) and
+    /// takes the leader's high watermark, capped by what this replica has.
+    pub fn append_as_follower(&self, records: &[u8], leader_hw: i64) -> Result<(), LogError> {
+        let mut log = self.log.lock();
+        if !records.is_empty() {
+            log.append_as_follower(records)?;
+        }
+        let hw = leader_hw.min(log.log_end_offset());
+        if hw > log.high_watermark() {
+            log.set_high_watermark(hw);
+        }
+        Ok(())
     }
 
     /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.

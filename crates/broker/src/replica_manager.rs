@@ -86,21 +86,22 @@ impl ReplicaManager {
                         partition
                     }
                     None => match self.open_log(name, index, topic.id, &config) {
-                        Ok(log) => {
-                            Arc::new(Partition::new(name.clone(), index, topic.id, log, role))
-                        }
+                        Ok(log) => Arc::new(Partition::new(
+                            name.clone(),
+                            index,
+                            topic.id,
+                            log,
+                            role,
+                            self.node_id,
+                        )),
                         Err(e) => {
                             tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
                             continue;
                         }
                     },
                 };
-                let role = partition.role();
-                if role.leader == self.node_id && role.isr == [self.node_id] {
-                    let mut log = partition.log.lock();
-                    let leo = log.log_end_offset();
-                    log.set_high_watermark(leo);
-                }
+                // An ISR change (e.g. a fenced follower removed) may let the HW move.
+                partition.refresh_high_watermark();
                 wanted
                     .entry(name.clone())
                     .or_default()

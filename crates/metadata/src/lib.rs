@@ -19,6 +19,7 @@ pub mod errors;
 pub mod image;
 pub mod placement;
 pub mod records;
+pub mod replication;
 pub mod state_machine;
 pub mod topic_config;
 pub mod topic_name;
@@ -35,6 +36,10 @@ pub use placement::{
     validate_manual_assignment, PlacementPolicy,
 };
 pub use records::{ConfigResource, MetadataRecord};
+pub use replication::{
+    AcksOutcome, EpochEndOffset, EpochEntry, FetchOutcome, LeaderConfig, LeaderEpochCache,
+    LeaderPartitionState, TruncationState,
+};
 pub use state_machine::{IllegalTransition, PartitionState, ReplicaState, StateChangeEvent};
 pub use topic_config::{
     describe_topic_configs, effective_topic_config, validate_topic_config, BrokerDefaults,

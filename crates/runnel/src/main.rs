@@ -1,7 +1,8 @@
 //! `runnel`: the broker and command-line tools mirroring Kafka's (kafka-topics.sh,
 //! kafka-console-producer/consumer.sh, kafka-configs.sh, kafka-consumer-groups.sh, kafka-*-perf-test.sh,
-//! kafka-metadata-quorum.sh), so that Kafka's documented commands work with only the program name
-//! changed; plus Runnel's own `metadata` view and `dev-cluster`.
+//! kafka-metadata-quorum.sh, kafka-leader-election.sh, kafka-reassign-partitions.sh), so that
+//! Kafka's documented commands work with only the program name changed; plus Runnel's own
+//! `metadata` view and `dev-cluster`.
 
 mod cmd;
 
@@ -33,6 +34,10 @@ enum Command {
     Configs(cmd::configs::ConfigsArgs),
     /// Throughput and latency tests (kafka-producer-perf-test.sh, kafka-consumer-perf-test.sh).
     Perf(cmd::perf::PerfArgs),
+    /// Preferred or unclean leader election (kafka-leader-election.sh).
+    LeaderElection(cmd::leader_election::LeaderElectionArgs),
+    /// Generate, execute, verify and list partition reassignments (kafka-reassign-partitions.sh).
+    ReassignPartitions(cmd::reassign::ReassignArgs),
     /// Describe the metadata quorum (kafka-metadata-quorum.sh describe).
     MetadataQuorum(cmd::metadata_quorum::MetadataQuorumArgs),
     /// Show the metadata as ZooKeeper's tree, or the partition/replica state-change log.
@@ -64,6 +69,8 @@ async fn main() -> ExitCode {
         Command::Configs(args) => cmd::configs::run(args).await,
         Command::Groups(args) => cmd::groups::run(args).await,
         Command::Perf(args) => cmd::perf::run(args).await,
+        Command::LeaderElection(args) => cmd::leader_election::run(args).await,
+        Command::ReassignPartitions(args) => cmd::reassign::run(args).await,
         Command::MetadataQuorum(args) => cmd::metadata_quorum::run(args).await,
         Command::Metadata(args) => cmd::metadata::run(args).await,
         Command::DevCluster(args) => cmd::dev_cluster::run(args).await,

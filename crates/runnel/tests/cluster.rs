@@ -459,3 +459,67 @@ fn second_live_process_with_the_same_node_id_is_refused() {
     assert!(err.contains("already in use"), "one clear line: {err}");
     assert!(started.elapsed() < Duration::from_secs(25));
 }
+
+#[test]
+fn acks_all_records_survive_the_leaders_kill9() {
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=300",
+        ],
+    );
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    assert_eq!(create(&cluster.addr(0), "replicated", 1, 3), 0);
+    let addr = cluster.addr(0);
+    wait_until("a leader for the partition", || {
+        topic_partitions(&addr, "replicated").is_some_and(|p| p.len() == 1 && p[0].0 > 0)
+    });
+    let leader = topic_partitions(&addr, "replicated").unwrap()[0].0;
+    let mut wire = Wire::connect(&cluster.addr((leader - 1) as usize));
+    let mut acked = Vec::new();
+    for i in 0..100 {
+        let v = format!("r{i}");
+        let (code, _) = wire.produce(
+            "replicated",
+            0,
+            batch(
+                &[(None, v.as_str())],
+                kafka_protocol::records::Compression::None,
+            ),
+            -1,
+        );
+        assert_eq!(code, 0, "acks=all with three live replicas");
+        acked.push(v);
+    }
+    cluster.kill9((leader - 1) as usize);
+    let survivor = cluster.alive()[0];
+    let addr = cluster.addr(survivor);
+    wait_until("a new leader among the survivors", || {
+        topic_partitions(&addr, "replicated").is_some_and(|p| p[0].0 > 0 && p[0].0 != leader)
+    });
+    let new_leader = topic_partitions(&addr, "replicated").unwrap()[0].0;
+    let mut wire = Wire::connect(&cluster.addr((new_leader - 1) as usize));
+    wait_until("the new leader serves the partition", || {
+        wire.fetch("replicated", 0, 0, 100).0 == 0
+    });
+    let records = wire.fetch_all("replicated", 0, 0);
+    assert_eq!(
+        values(&records),
+        acked,
+        "every acknowledged record is on the new leader, in order"
+    );
+    // And it keeps taking acks=all writes with the remaining in-sync replica.
+    let (code, offset) = wire.produce(
+        "replicated",
+        0,
+        batch(
+            &[(None, "after")],
+            kafka_protocol::records::Compression::None,
+        ),
+        -1,
+    );
+    assert_eq!((code, offset), (0, 100));
+}

@@ -90,6 +90,38 @@ fn read_once(
                 partitions.push(partition_error(index, epoch_error));
                 continue;
             }
+            if follower {
+                // The fetch position is the follower's LEO: it may move the HW (spec E.3).
+                if partition.record_follower_fetch(replica_id, fp.fetch_offset) {
+                    broker.replicas.appended.notify_waiters();
+                }
+                if version >= 12 && fp.last_fetched_epoch >= 0 {
+                    let (epoch, end) = partition
+                        .log
+                        .lock()
+                        .end_offset_for_epoch(fp.last_fetched_epoch);
+                    if epoch >= 0 && (epoch != fp.last_fetched_epoch || end < fp.fetch_offset) {
+                        // The follower's log diverged from ours: tell it where to truncate (KIP-595 style).
+                        let log = partition.log.lock();
+                        partitions.push(
+                            PartitionData::default()
+                                .with_partition_index(index)
+                                .with_high_watermark(log.high_watermark())
+                                .with_last_stable_offset(log.high_watermark())
+                                .with_log_start_offset(log.log_start_offset())
+                                .with_diverging_epoch(
+                                    kafka_protocol::messages::fetch_response::EpochEndOffset::default()
+                                        .with_epoch(epoch)
+                                        .with_end_offset(end),
+                                )
+                                .with_preferred_read_replica(BrokerId(-1))
+                                .with_records(Some(Default::default())),
+                        );
+                        errors = true;
+                        continue;
+                    }
+                }
+            }
             let log = partition.log.lock();
             let hw = log.high_watermark();
             let upper = if follower { log.log_end_offset() } else { hw };

@@ -29,6 +29,7 @@ pub async fn handle(
     version: i16,
 ) -> ProduceResponse {
     let acks = request.acks;
+    let timeout_ms = request.timeout_ms;
     let acks_valid = matches!(acks, -1..=1);
     let mut topics = Vec::with_capacity(request.topic_data.len());
     let mut appended_any = false;
@@ -69,6 +70,10 @@ pub async fn handle(
             match partition.append_as_leader(&records, broker.node_id, acks) {
                 Ok(appended) => {
                     appended_any |= !appended.duplicate;
+                    if !appended.duplicate {
+                        // Wake long-polling fetches now: followers must see it for acks=all.
+                        broker.replicas.appended.notify_waiters();
+                    }
                     let needs_flush = !appended.duplicate && partition.needs_flush();
                     if needs_flush {
                         if let Err(e) = partition.wait_flushed(appended.last_offset + 1).await {
@@ -77,6 +82,25 @@ pub async fn handle(
                                 index,
                                 code::KAFKA_STORAGE_ERROR,
                                 &e.to_string(),
+                            ));
+                            continue;
+                        }
+                    }
+                    if acks == -1 {
+                        let deadline = tokio::time::Instant::now()
+                            + std::time::Duration::from_millis(timeout_ms.max(0) as u64);
+                        if !wait_for_high_watermark(
+                            broker,
+                            &partition,
+                            appended.last_offset + 1,
+                            deadline,
+                        )
+                        .await
+                        {
+                            partitions.push(error(
+                                index,
+                                code::REQUEST_TIMED_OUT,
+                                "the in-sync replicas did not confirm the write in time",
                             ));
                             continue;
                         }
@@ -120,6 +144,29 @@ fn fit_to_version(mut response: ProduceResponse, version: i16) -> ProduceRespons
         }
     }
     response
+}
+
+/// acks=all: waits until the high watermark covers `offset` (every ISR member has it).
+async fn wait_for_high_watermark(
+    broker: &Arc<Broker>,
+    partition: &crate::partition::Partition,
+    offset: i64,
+    deadline: tokio::time::Instant,
+) -> bool {
+    loop {
+        let notified = broker.replicas.appended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if partition.log.lock().high_watermark() >= offset {
+            return true;
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                return partition.log.lock().high_watermark() >= offset;
+            }
+        }
+    }
 }
 
 /// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).

@@ -135,7 +135,9 @@ impl Admin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+    use kafka_protocol::messages::elect_leaders_response::{
+        PartitionResult, ReplicaElectionResult,
+    };
 
     #[test]
     fn request_groups_partitions_by_topic() {
@@ -145,11 +147,8 @@ mod tests {
             TopicPartition::new("a", 0),
             TopicPartition::new("a", 1),
         ];
-        let req = elect_leaders_request(
-            ElectionType::Unclean,
-            Some(&parts),
-            Duration::from_secs(30),
-        );
+        let req =
+            elect_leaders_request(ElectionType::Unclean, Some(&parts), Duration::from_secs(30));
         assert_eq!(req.election_type, 1);
         assert_eq!(req.timeout_ms, 30_000);
         let topics = req.topic_partitions.unwrap_or_default();

@@ -38,7 +38,9 @@ fn timeout_ms(d: Duration) -> i32 {
 }
 
 /// Groups `(partition, value)` pairs by topic, keeping first-seen topic order.
-fn by_topic<'a, T>(items: impl IntoIterator<Item = (&'a TopicPartition, T)>) -> Vec<(String, Vec<(i32, T)>)> {
+fn by_topic<'a, T>(
+    items: impl IntoIterator<Item = (&'a TopicPartition, T)>,
+) -> Vec<(String, Vec<(i32, T)>)> {
     let mut out: Vec<(String, Vec<(i32, T)>)> = Vec::new();
     for (tp, value) in items {
         match out.iter_mut().find(|(t, _)| *t == tp.topic) {
@@ -239,7 +241,9 @@ mod tests {
         assert!(results[0].1.is_ok());
         assert_eq!(results[1].1.as_ref().err().and_then(|e| e.code()), Some(39));
         resp.error_code = 29;
-        let err = alter_reassignments_results(resp).err().and_then(|e| e.code());
+        let err = alter_reassignments_results(resp)
+            .err()
+            .and_then(|e| e.code());
         assert_eq!(err, Some(29));
     }
 

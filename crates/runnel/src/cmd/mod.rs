@@ -5,10 +5,14 @@ pub mod configs;
 pub mod consume;
 pub mod dev_cluster;
 pub mod groups;
+pub mod java_exception;
+pub mod leader_election;
 pub mod metadata;
 pub mod metadata_quorum;
 pub mod perf;
 pub mod produce;
+pub mod reassign;
+pub mod topic_filter;
 pub mod topic_id;
 pub mod topics;
 

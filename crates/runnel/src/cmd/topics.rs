@@ -1,15 +1,16 @@
 //! `runnel topics`: kafka-topics.sh's actions and output format.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
-use runnel_client::admin::{ConfigResource, NewPartitions, NewTopic};
-use runnel_client::{Admin, ClientError, TopicInfo};
+use runnel_client::admin::{ConfigResource, NewPartitions, NewTopic, PartitionReassignment};
+use runnel_client::{Admin, ClientError, PartitionInfo, TopicInfo, TopicPartition};
 
 use super::args::{parse_kvs, parse_replica_assignment};
+use super::topic_filter::{replication_factor, FilterContext, PartitionFilters};
 use super::topic_id::topic_id_string;
 
 /// Flags of kafka-topics.sh that Runnel implements.
@@ -61,12 +62,67 @@ pub struct TopicsArgs {
     /// With --list / --describe: hide internal topics.
     #[arg(long)]
     pub exclude_internal: bool,
+    /// With --describe: only partitions whose ISR is smaller than their replica set.
+    #[arg(long)]
+    pub under_replicated_partitions: bool,
+    /// With --describe: only partitions without a leader, or whose leader is not live.
+    #[arg(long)]
+    pub unavailable_partitions: bool,
+    /// With --describe: only partitions whose ISR is smaller than min.insync.replicas.
+    #[arg(long)]
+    pub under_min_isr_partitions: bool,
+    /// With --describe: only partitions whose ISR size equals min.insync.replicas.
+    #[arg(long)]
+    pub at_min_isr_partitions: bool,
+}
+
+impl TopicsArgs {
+    /// The `--describe` partition filters that were given.
+    pub fn partition_filters(&self) -> PartitionFilters {
+        PartitionFilters {
+            under_replicated: self.under_replicated_partitions,
+            unavailable: self.unavailable_partitions,
+            under_min_isr: self.under_min_isr_partitions,
+            at_min_isr: self.at_min_isr_partitions,
+        }
+    }
+
+    /// kafka-topics' check that report options go with `--describe` only.
+    pub fn check_filters(&self) -> Result<()> {
+        let given = [
+            (
+                self.under_replicated_partitions,
+                "under-replicated-partitions",
+            ),
+            (self.unavailable_partitions, "unavailable-partitions"),
+            (self.under_min_isr_partitions, "under-min-isr-partitions"),
+            (self.at_min_isr_partitions, "at-min-isr-partitions"),
+        ];
+        let action = [
+            (self.create, "create"),
+            (self.list, "list"),
+            (self.delete, "delete"),
+            (self.alter, "alter"),
+        ]
+        .into_iter()
+        .find(|(set, _)| *set);
+        if let (Some((_, flag)), Some((_, action))) =
+            (given.into_iter().find(|(set, _)| *set), action)
+        {
+            bail!("Option \"[{flag}]\" can't be used with option \"[{action}]\"");
+        }
+        if self.by_broker && self.partition_filters().any() {
+            bail!("--by-broker cannot be combined with the partition filters");
+        }
+        Ok(())
+    }
 }
 
 /// Kafka's warning for names that may collide in metric names.
 pub const COLLISION_WARNING: &str = "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. To avoid issues it is best to use either, but not both.";
 
 pub async fn run(args: TopicsArgs) -> Result<()> {
+    args.check_filters()?;
     let client = super::connect(&args.bootstrap_server).await?;
     let admin = Admin::new(client);
     if args.create {
@@ -193,6 +249,19 @@ async fn describe(admin: &Admin, args: &TopicsArgs) -> Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    let filters = args.partition_filters();
+    let live_brokers: BTreeSet<i32> = if filters.unavailable {
+        admin
+            .describe_cluster()
+            .await?
+            .brokers
+            .iter()
+            .map(|b| b.id)
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
+    let reassignments = ongoing_reassignments(admin, &topics).await;
     let mut out = String::new();
     for topic in topics
         .iter()
@@ -201,13 +270,79 @@ async fn describe(admin: &Admin, args: &TopicsArgs) -> Result<()> {
         if args.by_broker {
             let brokers: Vec<i32> = admin.client().metadata().brokers.keys().copied().collect();
             out.push_str(&format_by_broker(topic, &brokers));
+        } else if filters.any() {
+            let min_isr = if filters.needs_min_isr() {
+                Some(min_insync_replicas(admin, &topic.name).await?)
+            } else {
+                None
+            };
+            let ctx = FilterContext {
+                live_brokers: &live_brokers,
+                min_isr,
+            };
+            out.push_str(&format_matching_partitions(
+                topic,
+                &filters,
+                &reassignments,
+                ctx,
+            ));
         } else {
             let configs = topic_configs(admin, &topic.name).await;
-            out.push_str(&format_describe(topic, &configs));
+            out.push_str(&format_describe(topic, &configs, &reassignments));
         }
     }
     print!("{out}");
     Ok(())
+}
+
+/// Ongoing reassignments of the described partitions; none when the broker cannot list
+/// them (kafka-topics ignores UNSUPPORTED_VERSION and authorization failures the same way).
+async fn ongoing_reassignments(
+    admin: &Admin,
+    topics: &[TopicInfo],
+) -> BTreeMap<TopicPartition, PartitionReassignment> {
+    let parts: Vec<TopicPartition> = topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| TopicPartition::new(t.name.clone(), p.partition))
+        })
+        .collect();
+    if parts.is_empty() {
+        return BTreeMap::new();
+    }
+    match admin
+        .list_partition_reassignments(Some(&parts), Duration::from_secs(30))
+        .await
+    {
+        Ok(map) => map,
+        Err(e) => {
+            tracing::debug!(error = %e, "listing partition reassignments failed");
+            BTreeMap::new()
+        }
+    }
+}
+
+/// The topic's `min.insync.replicas` (DescribeConfigs), for the min-ISR filters.
+async fn min_insync_replicas(admin: &Admin, topic: &str) -> Result<i32> {
+    let key = "min.insync.replicas".to_string();
+    let entries = admin
+        .describe_configs(
+            &ConfigResource::topic(topic),
+            Some(std::slice::from_ref(&key)),
+        )
+        .await
+        .with_context(|| format!("describing the configs of topic '{topic}'"))?;
+    let value = entries
+        .into_iter()
+        .find(|e| e.name == key)
+        .and_then(|e| e.value)
+        .with_context(|| format!("topic '{topic}' reports no {key}"))?;
+    value
+        .trim()
+        .parse()
+        .with_context(|| format!("topic '{topic}': {key}={value} is not a number"))
 }
 
 /// The topic's non-default configs, as kafka-topics shows them; empty if the broker cannot
@@ -233,10 +368,19 @@ fn join_ids(ids: &[i32]) -> String {
     ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// kafka-topics `--describe` text for one topic.
-pub fn format_describe(topic: &TopicInfo, configs: &[(String, String)]) -> String {
+/// kafka-topics `--describe` text for one topic. During a reassignment the replication
+/// factor excludes the replicas being added, and partition lines show the moving replicas.
+pub fn format_describe(
+    topic: &TopicInfo,
+    configs: &[(String, String)],
+    reassignments: &BTreeMap<TopicPartition, PartitionReassignment>,
+) -> String {
     let mut out = String::new();
-    let rf = topic.partitions.first().map_or(0, |p| p.replicas.len());
+    let reassignment = |p: i32| reassignments.get(&TopicPartition::new(topic.name.clone(), p));
+    let rf = topic
+        .partitions
+        .first()
+        .map_or(0, |p| replication_factor(p, reassignment(p.partition)));
     let configs = configs
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -252,19 +396,53 @@ pub fn format_describe(topic: &TopicInfo, configs: &[(String, String)]) -> Strin
         topic.partitions.len()
     );
     for p in &topic.partitions {
-        let leader = p
-            .leader
-            .map_or_else(|| "none".to_string(), |l| l.to_string());
-        let _ = writeln!(
-            out,
-            "\tTopic: {}\tPartition: {}\tLeader: {leader}\tReplicas: {}\tIsr: {}",
-            topic.name,
-            p.partition,
-            join_ids(&p.replicas),
-            join_ids(&p.isr)
-        );
+        out.push_str(&format_partition(&topic.name, p, reassignment(p.partition)));
     }
     out
+}
+
+/// `--describe` with partition filters: only the matching partition lines, no topic header.
+pub fn format_matching_partitions(
+    topic: &TopicInfo,
+    filters: &PartitionFilters,
+    reassignments: &BTreeMap<TopicPartition, PartitionReassignment>,
+    ctx: FilterContext<'_>,
+) -> String {
+    let mut out = String::new();
+    for p in &topic.partitions {
+        let r = reassignments.get(&TopicPartition::new(topic.name.clone(), p.partition));
+        if filters.matches(p, r, ctx) {
+            out.push_str(&format_partition(&topic.name, p, r));
+        }
+    }
+    out
+}
+
+/// One partition line of `--describe`, with the moving replicas while it is reassigned.
+pub fn format_partition(
+    topic: &str,
+    p: &PartitionInfo,
+    reassignment: Option<&PartitionReassignment>,
+) -> String {
+    let leader = p
+        .leader
+        .map_or_else(|| "none".to_string(), |l| l.to_string());
+    let mut line = format!(
+        "\tTopic: {topic}\tPartition: {}\tLeader: {leader}\tReplicas: {}\tIsr: {}",
+        p.partition,
+        join_ids(&p.replicas),
+        join_ids(&p.isr)
+    );
+    if let Some(r) = reassignment {
+        let _ = write!(
+            line,
+            "\tAdding Replicas: {}\tRemoving Replicas: {}",
+            join_ids(&r.adding_replicas),
+            join_ids(&r.removing_replicas)
+        );
+    }
+    line.push('\n');
+    line
 }
 
 /// `--describe --by-broker`: one column per broker; the `Leader` row lists the partitions the
@@ -393,6 +571,7 @@ mod tests {
                 ("retention.ms".into(), "1000".into()),
                 ("cleanup.policy".into(), "compact".into()),
             ],
+            &BTreeMap::new(),
         );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -413,7 +592,7 @@ mod tests {
     fn describe_prints_topic_id_in_base64url() {
         let mut t = topic();
         t.id = uuid_from([0u8; 15], 1);
-        let text = format_describe(&t, &[]);
+        let text = format_describe(&t, &[], &BTreeMap::new());
         assert!(
             text.starts_with(
                 "Topic: meuTopico\tTopicId: AAAAAAAAAAAAAAAAAAAAAQ\tPartitionCount: 3"
@@ -428,6 +607,109 @@ mod tests {
         b[..15].copy_from_slice(&prefix);
         b[15] = last;
         uuid::Uuid::from_bytes(b)
+    }
+
+    #[test]
+    fn filtered_describe_prints_only_matching_partition_lines() {
+        let mut t = topic();
+        t.partitions[1].isr = vec![1001];
+        t.partitions[2].leader = None;
+        t.partitions[2].isr = vec![];
+        let live: BTreeSet<i32> = [1000, 1001, 1002].into_iter().collect();
+        let ctx = FilterContext {
+            live_brokers: &live,
+            min_isr: Some(2),
+        };
+        let under_replicated = PartitionFilters {
+            under_replicated: true,
+            ..PartitionFilters::default()
+        };
+        assert_eq!(
+            format_matching_partitions(&t, &under_replicated, &BTreeMap::new(), ctx),
+            "\tTopic: meuTopico\tPartition: 1\tLeader: 1001\tReplicas: 1001,1002\tIsr: 1001\n\
+             \tTopic: meuTopico\tPartition: 2\tLeader: none\tReplicas: 1002,1000\tIsr: \n"
+        );
+        let unavailable = PartitionFilters {
+            unavailable: true,
+            ..PartitionFilters::default()
+        };
+        assert_eq!(
+            format_matching_partitions(&t, &unavailable, &BTreeMap::new(), ctx),
+            "\tTopic: meuTopico\tPartition: 2\tLeader: none\tReplicas: 1002,1000\tIsr: \n"
+        );
+        let at_min_isr = PartitionFilters {
+            at_min_isr: true,
+            ..PartitionFilters::default()
+        };
+        let text = format_matching_partitions(&t, &at_min_isr, &BTreeMap::new(), ctx);
+        assert_eq!(
+            text,
+            "\tTopic: meuTopico\tPartition: 0\tLeader: 1000\tReplicas: 1000,1001\tIsr: 1000,1001\n"
+        );
+        let healthy = topic();
+        assert_eq!(
+            format_matching_partitions(&healthy, &under_replicated, &BTreeMap::new(), ctx),
+            ""
+        );
+    }
+
+    #[test]
+    fn reassigning_partitions_show_moving_replicas() {
+        let mut t = topic();
+        t.partitions[0].replicas = vec![1000, 1001, 1002];
+        let mut r = BTreeMap::new();
+        r.insert(
+            TopicPartition::new("meuTopico", 0),
+            PartitionReassignment {
+                replicas: vec![1000, 1001, 1002],
+                adding_replicas: vec![1002],
+                removing_replicas: vec![1000],
+            },
+        );
+        let text = format_describe(&t, &[], &r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("ReplicationFactor: 2"), "{text}");
+        assert_eq!(
+            lines[1],
+            "\tTopic: meuTopico\tPartition: 0\tLeader: 1000\tReplicas: 1000,1001,1002\tIsr: 1000,1001\tAdding Replicas: 1002\tRemoving Replicas: 1000"
+        );
+    }
+
+    #[test]
+    fn filter_flags_go_with_describe_only() {
+        use clap::Parser;
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: TopicsArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["runnel", "--bootstrap-server", "h:1"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| c.args)
+        };
+        let args = parse(&[
+            "--describe",
+            "--under-replicated-partitions",
+            "--at-min-isr-partitions",
+        ]);
+        let args = args.map_err(|e| e.to_string());
+        let Ok(args) = args else {
+            panic!("{args:?}");
+        };
+        assert!(args.check_filters().is_ok());
+        let f = args.partition_filters();
+        assert!(f.under_replicated && f.at_min_isr && !f.unavailable && !f.under_min_isr);
+        let Ok(list) = parse(&["--list", "--unavailable-partitions"]) else {
+            panic!("parse failed");
+        };
+        assert_eq!(
+            list.check_filters()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+            "Option \"[unavailable-partitions]\" can't be used with option \"[list]\""
+        );
     }
 
     #[test]

@@ -1,0 +1,272 @@
+//! Follower replication: for every leader broker that leads partitions replicated here, one
+//! task fetches with the Kafka Fetch API (replica id set, v12), appends the leader's batches
+//! byte for byte, takes the leader's high watermark, and truncates where the leader reports a
+//! diverging epoch. The fetch position itself tells the leader how far this follower got.
+//!
+//! The set of followed partitions comes from the replica manager after every image; a task
+//! whose leader no longer leads anything here ends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use parking_lot::Mutex;
+use runnel_metadata::MetadataImage;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::replica_manager::ReplicaManager;
+
+const FETCH_VERSION: i16 = 12;
+const MAX_WAIT_MS: i32 = 500;
+const PARTITION_MAX_BYTES: i32 = 1 << 20;
+const RETRY: Duration = Duration::from_millis(200);
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Responses larger than this are refused (matches the broker's own request bound).
+const MAX_RESPONSE_BYTES: usize = 100 * 1024 * 1024;
+
+type Followed = Arc<Mutex<HashMap<i32, Vec<(String, i32)>>>>;
+
+/// Watches the image and keeps one fetcher task per leader broker.
+pub fn spawn(
+    node_id: i32,
+    replicas: Arc<ReplicaManager>,
+    mut image: watch::Receiver<Arc<MetadataImage>>,
+) {
+    let followed: Followed = Arc::default();
+    tokio::spawn(async move {
+        let mut running: BTreeMap<i32, tokio::task::JoinHandle<()>> = BTreeMap::new();
+        loop {
+            let current = image.borrow_and_update().clone();
+            let mut by_leader: HashMap<i32, Vec<(String, i32)>> = HashMap::new();
+            for p in replicas.all() {
+                let role = p.role();
+                if role.leader >= 0 && role.leader != node_id && role.replicas.contains(&node_id) {
+                    by_leader
+                        .entry(role.leader)
+                        .or_default()
+                        .push((p.topic.clone(), p.index));
+                }
+            }
+            *followed.lock() = by_leader.clone();
+            running.retain(|_, task| !task.is_finished());
+            for leader in by_leader.keys() {
+                if !running.contains_key(leader) {
+                    let task = tokio::spawn(fetch_loop(
+                        node_id,
+                        *leader,
+                        replicas.clone(),
+                        followed.clone(),
+                        image.clone(),
+                    ));
+                    running.insert(*leader, task);
+                }
+            }
+            drop(current);
+            if image.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+fn leader_address(image: &MetadataImage, leader: i32) -> Option<String> {
+    image
+        .brokers
+        .get(&leader)
+        .filter(|b| !b.fenced)
+        .map(|b| format!("{}:{}", b.host, b.port))
+}
+
+async fn fetch_loop(
+    node_id: i32,
+    leader: i32,
+    replicas: Arc<ReplicaManager>,
+    followed: Followed,
+    image: watch::Receiver<Arc<MetadataImage>>,
+) {
+    let mut connection: Option<(String, TcpStream)> = None;
+    let mut correlation = 0i32;
+    loop {
+        let partitions = followed.lock().get(&leader).cloned().unwrap_or_default();
+        if partitions.is_empty() {
+            return;
+        }
+        let Some(address) = leader_address(&image.borrow(), leader) else {
+            tokio::time::sleep(RETRY).await;
+            continue;
+        };
+        if connection.as_ref().is_none_or(|(a, _)| *a != address) {
+            connection = match tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(&address)).await
+            {
+                Ok(Ok(stream)) => {
+                    let _ = stream.set_nodelay(true);
+                    Some((address.clone(), stream))
+                }
+                _ => {
+                    tokio::time::sleep(RETRY).await;
+                    continue;
+                }
+            };
+        }
+        let Some((_, stream)) = connection.as_mut() else {
+            continue;
+        };
+        correlation = correlation.wrapping_add(1);
+        let request = build_request(node_id, &replicas, &partitions);
+        match exchange(stream, correlation, &request).await {
+            Ok(response) => {
+                if !apply(&replicas, response) {
+                    tokio::time::sleep(RETRY).await;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(leader, error = %e, "replica fetch failed; reconnecting");
+                connection = None;
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+}
+
+fn build_request(
+    node_id: i32,
+    replicas: &ReplicaManager,
+    partitions: &[(String, i32)],
+) -> FetchRequest {
+    let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+    for (topic, index) in partitions {
+        let Some(p) = replicas.get(topic, *index) else {
+            continue;
+        };
+        let role = p.role();
+        let log = p.log.lock();
+        topics.entry(topic.as_str()).or_default().push(
+            FetchPartition::default()
+                .with_partition(*index)
+                .with_current_leader_epoch(role.leader_epoch)
+                .with_fetch_offset(log.log_end_offset())
+                .with_last_fetched_epoch(log.latest_epoch().unwrap_or(-1))
+                .with_log_start_offset(log.log_start_offset())
+                .with_partition_max_bytes(PARTITION_MAX_BYTES),
+        );
+    }
+    FetchRequest::default()
+        .with_replica_id(BrokerId(node_id))
+        .with_max_wait_ms(MAX_WAIT_MS)
+        .with_min_bytes(1)
+        .with_max_bytes(64 << 20)
+        .with_session_epoch(-1)
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(name, partitions)| {
+                    FetchTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(name.to_string())))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        )
+}
+
+async fn exchange(
+    stream: &mut TcpStream,
+    correlation: i32,
+    request: &FetchRequest,
+) -> Result<FetchResponse, String> {
+    let mut body = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(ApiKey::Fetch as i16)
+        .with_request_api_version(FETCH_VERSION)
+        .with_correlation_id(correlation)
+        .with_client_id(Some(StrBytes::from_static_str("runnel-replica-fetcher")))
+        .encode(
+            &mut body,
+            ApiKey::Fetch.request_header_version(FETCH_VERSION),
+        )
+        .and_then(|()| request.encode(&mut body, FETCH_VERSION))
+        .map_err(|e| e.to_string())?;
+    let mut frame = BytesMut::with_capacity(body.len() + 4);
+    frame.put_i32(body.len() as i32);
+    frame.extend_from_slice(&body);
+    let io = async {
+        stream.write_all(&frame).await?;
+        let size = stream.read_i32().await?;
+        if size < 0 || size as usize > MAX_RESPONSE_BYTES {
+            return Err(std::io::Error::other(format!(
+                "response size {size} out of bounds"
+            )));
+        }
+        let mut buf = vec![0u8; size as usize];
+        stream.read_exact(&mut buf).await?;
+        Ok(Bytes::from(buf))
+    };
+    let mut bytes =
+        tokio::time::timeout(IO_TIMEOUT + Duration::from_millis(MAX_WAIT_MS as u64), io)
+            .await
+            .map_err(|_| "timed out".to_string())?
+            .map_err(|e| e.to_string())?;
+    let header = ResponseHeader::decode(
+        &mut bytes,
+        ApiKey::Fetch.response_header_version(FETCH_VERSION),
+    )
+    .map_err(|e| e.to_string())?;
+    if header.correlation_id != correlation {
+        return Err("out-of-order response".into());
+    }
+    let response = FetchResponse::decode(&mut bytes, FETCH_VERSION).map_err(|e| e.to_string())?;
+    if bytes.has_remaining() {
+        return Err("trailing bytes in fetch response".into());
+    }
+    Ok(response)
+}
+
+/// Applies one response; returns false when nothing useful came back (back off a little).
+fn apply(replicas: &ReplicaManager, response: FetchResponse) -> bool {
+    if response.error_code != 0 {
+        return false;
+    }
+    let mut progressed = false;
+    for topic in response.responses {
+        for pd in topic.partitions {
+            let Some(p) = replicas.get(topic.topic.0.as_str(), pd.partition_index) else {
+                continue;
+            };
+            match pd.error_code {
+                0 => {
+                    if pd.diverging_epoch.epoch >= 0 {
+                        let end = pd.diverging_epoch.end_offset;
+                        tracing::info!(topic = %p.topic, partition = p.index, end, "truncating a diverging tail");
+                        if let Err(e) = p.log.lock().truncate_to(end) {
+                            tracing::error!(error = %e, "truncation failed");
+                        }
+                        progressed = true;
+                        continue;
+                    }
+                    let records = pd.records.unwrap_or_default();
+                    progressed |= !records.is_empty();
+                    if let Err(e) = p.append_as_follower(&records, pd.high_watermark) {
+                        tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed");
+                    }
+                }
+                1 => {
+                    // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
+                    // change): cut back to the leader's high watermark and fetch from there.
+                    let mut log = p.log.lock();
+                    if log.log_end_offset() > pd.high_watermark && pd.high_watermark >= 0 {
+                        if let Err(e) = log.truncate_to(pd.high_watermark) {
+                            tracing::error!(error = %e, "truncation failed");
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    progressed
+}
