@@ -505,6 +505,11 @@ fn acks_all_records_survive_the_leaders_kill9() {
     wait_until("the new leader serves the partition", || {
         wire.fetch("replicated", 0, 0, 100).0 == 0
     });
+    // The new leader's HW moves up once the remaining follower fetches from it (Kafka does the
+    // same): wait for it, then every acknowledged record must be there, in order.
+    wait_until("the new leader's high watermark to cover every acknowledged record", || {
+        wire.fetch("replicated", 0, 0, 100).1 >= acked.len() as i64
+    });
     let records = wire.fetch_all("replicated", 0, 0);
     assert_eq!(
         values(&records),

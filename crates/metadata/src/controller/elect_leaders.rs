@@ -87,10 +87,18 @@ impl Controller {
                     }
                 }
                 ElectionType::Unclean => {
+                    let live_set: std::collections::BTreeSet<i32> =
+                        p.replicas.iter().copied().filter(|r| live(*r)).collect();
                     if p.leader >= 0 && live(p.leader) {
                         Err(error(84, "The partition already has a leader".into()))
-                    } else if let Some(&first) = p.replicas.iter().find(|r| live(**r)) {
-                        Ok((first, Some(vec![first])))
+                    } else if let Some(e) = crate::replication::election::offline_election(
+                        &p.replicas,
+                        &p.isr,
+                        &live_set,
+                        true,
+                    ) {
+                        // A live in-sync replica is still preferred; only without one is it unclean.
+                        Ok((e.leader, Some(e.isr)))
                     } else {
                         Err(error(
                             83,
@@ -101,11 +109,12 @@ impl Controller {
             };
             match outcome {
                 Ok((leader, isr)) => {
-                    let detail = match (&isr, election) {
-                        (Some(_), _) => format!(
-                            "unclean election of {leader}: committed data may have been lost"
-                        ),
-                        (None, _) => format!("preferred replica {leader} elected"),
+                    let detail = if isr.is_some() && !p.isr.contains(&leader) {
+                        format!("unclean election of {leader}: committed data may have been lost")
+                    } else if isr.is_some() {
+                        format!("leader {leader} elected from the in-sync replicas")
+                    } else {
+                        format!("preferred replica {leader} elected")
                     };
                     self.events.push(super::events::EventInput {
                         now_ms,
