@@ -1,4 +1,4 @@
-// kafkajs admin group operations against runnel (ListGroups v2, DescribeGroups v3,
+// kafkajs admin group operations against runnel (ListGroups v2, DescribeGroups v2,
 // OffsetFetch v4, OffsetCommit through setOffsets' consumer, DeleteGroups v1): listGroups,
 // describeGroups, fetchOffsets, setOffsets, resetOffsets, deleteGroups.
 

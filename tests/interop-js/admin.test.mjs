@@ -1,5 +1,5 @@
 // kafkajs admin against runnel: topics, partitions, configs, offsets, records, cluster.
-// kafkajs 2.2.4 negotiates CreateTopics v3, DeleteTopics v3, CreatePartitions v1, Metadata v6,
+// kafkajs 2.2.4 negotiates CreateTopics v3, DeleteTopics v1, CreatePartitions v1, Metadata v6,
 // DescribeConfigs v2, AlterConfigs v1, ListOffsets v3, DeleteRecords v1.
 
 import assert from 'node:assert/strict';

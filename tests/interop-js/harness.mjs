@@ -340,6 +340,8 @@ export function useBroker({ overrides = {}, name } = {}) {
       ctx.logs.length = 0;
       let error;
       try {
+        // A broker that died in an earlier test must not fail every later one: restart it.
+        if (ctx.broker && !ctx.broker.alive()) await ctx.broker.start();
         await fn(t);
       } catch (err) {
         error = err;
@@ -360,15 +362,13 @@ export function useBroker({ overrides = {}, name } = {}) {
         if (ctx.logs.length) parts.push(`--- kafkajs warnings/errors ---\n${ctx.logs.join('\n')}`);
         if (!(error instanceof Error)) error = new Error(String(error));
         if (parts.length) {
-          // Both: `message` for reporters that print it, `stack` for those that inspect the error.
+          // Reporters print the error's stack (computed when it was thrown) where there is one.
           const extra = `\n${parts.join('\n')}`;
-          error.message += extra;
           if (typeof error.stack === 'string') error.stack += extra;
+          else error.message += extra;
         }
         throw error;
       }
-      // A broker killed by an earlier failure must not cascade: restart it on its data dir.
-      if (b && !b.alive()) await b.start();
     });
   };
 

@@ -32,6 +32,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("log.cleaner.enable", "true"),
     ("log.cleaner.backoff.ms", "15000"),
     ("min.insync.replicas", "1"),
+    ("replica.lag.time.max.ms", "30000"),
     ("unclean.leader.election.enable", "false"),
     ("compression.type", "producer"),
     ("log.message.timestamp.type", "CreateTime"),

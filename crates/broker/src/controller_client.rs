@@ -282,6 +282,21 @@ impl ControllerClient {
         }
     }
 
+    /// A leader's ISR change; bounded, since a stale one is simply retried later.
+    pub async fn alter_partition(
+        &self,
+        request: crate::controller_shell::AlterIsr,
+    ) -> Result<(), ApiError> {
+        match self
+            .call(Rq::AlterPartition(request), Duration::from_secs(5))
+            .await?
+        {
+            Rs::Done => Ok(()),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AlterPartition")),
+        }
+    }
+
     pub async fn elect_leaders(
         &self,
         election: runnel_metadata::ElectionType,

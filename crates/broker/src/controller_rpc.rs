@@ -59,6 +59,7 @@ pub enum ControllerRequest {
         election: runnel_metadata::ElectionType,
         partitions: Option<Vec<(String, i32)>>,
     },
+    AlterPartition(crate::controller_shell::AlterIsr),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,6 +138,7 @@ pub async fn serve(
             .await
             .map(Rs::ProducerId),
         Rq::Events { since } => handle.events(since).await.map(Rs::Events),
+        Rq::AlterPartition(request) => handle.alter_partition(request).await.map(|()| Rs::Done),
         Rq::ElectLeaders {
             election,
             partitions,

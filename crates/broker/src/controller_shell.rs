@@ -84,9 +84,39 @@ enum Command {
         partitions: Option<Vec<(String, i32)>>,
         reply: Reply<Vec<ElectionResult>>,
     },
+    AlterPartition {
+        request: AlterIsr,
+        reply: Reply<()>,
+    },
+}
+
+/// A leader's ISR change request (Kafka's AlterPartition, spec I.3 item 6).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct AlterIsr {
+    pub topic_id: Uuid,
+    pub partition: i32,
+    pub broker_id: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
 }
 
 impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::CreateTopics { .. } => "CreateTopics",
+            Command::DeleteTopics { .. } => "DeleteTopics",
+            Command::CreatePartitions { .. } => "CreatePartitions",
+            Command::AlterConfigs { .. } => "AlterConfigs",
+            Command::RegisterBroker { .. } => "RegisterBroker",
+            Command::Heartbeat { .. } => "Heartbeat",
+            Command::AllocateProducerIds { .. } => "AllocateProducerIds",
+            Command::Events { .. } => "Events",
+            Command::ElectLeaders { .. } => "ElectLeaders",
+            Command::AlterPartition { .. } => "AlterPartition",
+        }
+    }
+
     /// Answers the command with `e` without running it.
     fn fail(self, e: ApiError) {
         match self {
@@ -99,6 +129,7 @@ impl Command {
             Command::AllocateProducerIds { reply, .. } => drop(reply.send(Err(e))),
             Command::Events { reply, .. } => drop(reply.send(Err(e))),
             Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
+            Command::AlterPartition { reply, .. } => drop(reply.send(Err(e))),
         }
     }
 }
@@ -219,6 +250,11 @@ impl ControllerHandle {
 
     pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
         self.call(|reply| Command::Events { since, reply }).await
+    }
+
+    pub async fn alter_partition(&self, request: AlterIsr) -> Result<(), ApiError> {
+        self.call(|reply| Command::AlterPartition { request, reply })
+            .await
     }
 
     pub async fn elect_leaders(
@@ -397,6 +433,7 @@ impl ControllerShell {
     }
 
     async fn handle(&mut self, command: Command) {
+        tracing::debug!(command = command.name(), "controller command");
         if let Err(e) = self.ensure_active().await {
             command.fail(e);
             return;
@@ -508,6 +545,10 @@ impl ControllerShell {
             Command::Events { since, reply } => {
                 let _ = reply.send(Ok(self.controller.events_since(since)));
             }
+            Command::AlterPartition { request, reply } => {
+                let result = self.alter_partition(request).await;
+                let _ = reply.send(result);
+            }
             Command::ElectLeaders {
                 election,
                 partitions,
@@ -529,6 +570,53 @@ impl ControllerShell {
                 let _ = reply.send(Ok(results));
             }
         }
+    }
+
+    /// Validates a leader's ISR change against the image and commits it (spec I.3 item 6).
+    async fn alter_partition(&mut self, request: AlterIsr) -> Result<(), ApiError> {
+        let Some(topic) = self.image.topic_by_id(&request.topic_id) else {
+            return Err(ApiError {
+                code: 100,
+                message: "unknown topic id".into(),
+            });
+        };
+        let Some(partition) = topic.partitions.get(&request.partition) else {
+            return Err(ApiError {
+                code: 3,
+                message: "unknown partition".into(),
+            });
+        };
+        let image = self.image.clone();
+        let eligible = |b: i32| {
+            image
+                .brokers
+                .get(&b)
+                .is_some_and(|r| !r.fenced && !r.in_controlled_shutdown)
+        };
+        let decision = runnel_metadata::replication::alter_partition::validate_alter_partition(
+            partition,
+            &runnel_metadata::replication::alter_partition::AlterPartitionRequest {
+                broker_id: request.broker_id,
+                leader_epoch: request.leader_epoch,
+                partition_epoch: request.partition_epoch,
+                new_isr: request.new_isr.clone(),
+            },
+            eligible,
+        )?;
+        if !decision.changed {
+            return Ok(());
+        }
+        tracing::info!(topic = %topic.name, partition = request.partition, isr = ?decision.isr, "ISR change");
+        self.commit(vec![MetadataRecord::PartitionChange {
+            topic_id: request.topic_id,
+            partition_id: request.partition,
+            leader: None,
+            isr: Some(decision.isr),
+            replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
+        }])
+        .await
     }
 
     async fn register(

@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod group_manager;
 pub mod handlers;
+pub mod isr;
 pub mod metadata_log;
 pub mod partition;
 pub mod producer_state;

@@ -21,6 +21,8 @@ pub struct Role {
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
     pub replicas: Vec<i32>,
+    /// The partition epoch of the image this role comes from (AlterPartition must match it).
+    pub partition_epoch: i32,
     pub config: Arc<EffectiveTopicConfig>,
 }
 
@@ -33,6 +35,10 @@ pub struct Partition {
     node_id: i32,
     /// Leader side: each follower's log end offset, as its last fetch position said (E.2).
     followers: Mutex<std::collections::HashMap<i32, i64>>,
+    /// Leader side: when each follower last fetched up to the leader's LEO (E.2).
+    caught_up_ms: Mutex<std::collections::HashMap<i32, i64>>,
+    /// One ISR change in flight at a time (as Kafka's leaders do).
+    isr_change_in_flight: AtomicBool,
     role: RwLock<Role>,
     producers: Mutex<ProducerStateTable>,
     /// Offset up to which the log is known to be fsynced (exclusive).
@@ -88,6 +94,8 @@ impl Partition {
             log,
             node_id,
             followers: Mutex::new(std::collections::HashMap::new()),
+            caught_up_ms: Mutex::new(std::collections::HashMap::new()),
+            isr_change_in_flight: AtomicBool::new(false),
             role: RwLock::new(role),
             producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
@@ -205,7 +213,82 @@ impl Partition {
         }
         self.followers.lock().insert(replica, fetch_offset);
         let mut log = self.log.lock();
+        if fetch_offset >= log.log_end_offset() {
+            self.caught_up_ms.lock().insert(replica, now_ms());
+        }
         self.advance_high_watermark(&role, &mut log)
+    }
+
+    /// E.2 expansion: a follower outside the ISR whose position reached the HW rejoins.
+    pub fn isr_expansion(&self, replica: i32) -> Option<Vec<i32>> {
+        let role = self.role();
+        if role.leader != self.node_id
+            || role.isr.contains(&replica)
+            || !role.replicas.contains(&replica)
+        {
+            return None;
+        }
+        let position = self.followers.lock().get(&replica).copied()?;
+        let hw = self.log.lock().high_watermark();
+        (position >= hw).then(|| {
+            let mut isr = role.isr.clone();
+            isr.push(replica);
+            isr
+        })
+    }
+
+    /// E.2 shrink: in-sync followers behind the leader's LEO that have not caught up for
+    /// `lag_max_ms` leave the ISR. The leader never removes itself.
+    pub fn isr_shrink(&self, now: i64, lag_max_ms: i64) -> Option<Vec<i32>> {
+        let role = self.role();
+        if role.leader != self.node_id {
+            return None;
+        }
+        let leo = self.log.lock().log_end_offset();
+        let followers = self.followers.lock();
+        let mut caught_up = self.caught_up_ms.lock();
+        let lagging: Vec<i32> = role
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| *r != self.node_id)
+            .filter(|r| {
+                // A follower not heard from since this node became leader gets a full window.
+                let since = *caught_up.entry(*r).or_insert(now);
+                followers.get(r).copied().unwrap_or(0) < leo && now - since > lag_max_ms
+            })
+            .collect();
+        (!lagging.is_empty()).then(|| {
+            role.isr
+                .iter()
+                .copied()
+                .filter(|r| !lagging.contains(r))
+                .collect()
+        })
+    }
+
+    /// Builds the AlterPartition request for `new_isr`, unless one is already in flight.
+    pub fn begin_isr_change(&self, new_isr: Vec<i32>) -> Option<crate::controller_shell::AlterIsr> {
+        if self
+            .isr_change_in_flight
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return None;
+        }
+        let role = self.role();
+        Some(crate::controller_shell::AlterIsr {
+            topic_id: self.topic_id,
+            partition: self.index,
+            broker_id: self.node_id,
+            leader_epoch: role.leader_epoch,
+            partition_epoch: role.partition_epoch,
+            new_isr,
+        })
+    }
+
+    pub fn end_isr_change(&self) {
+        self.isr_change_in_flight.store(false, Ordering::Release);
     }
 
     /// Recomputes the high watermark after an ISR change (a removed member no longer holds it).

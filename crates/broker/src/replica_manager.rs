@@ -73,6 +73,7 @@ impl ReplicaManager {
                     leader_epoch: p.leader_epoch,
                     isr: p.isr.clone(),
                     replicas: p.replicas.clone(),
+                    partition_epoch: p.partition_epoch,
                     config: config.clone(),
                 };
                 let existing = current

@@ -451,6 +451,15 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         quorum: quorum.clone(),
     }));
     let (shutdown, shutdown_rx) = watch::channel(false);
+    crate::isr::spawn_shrinker(
+        replicas.clone(),
+        broker.controller.clone(),
+        broker
+            .config
+            .get_i64("replica.lag.time.max.ms", 30_000)
+            .max(1),
+        shutdown_rx.clone(),
+    );
     if cleaner_enabled {
         spawn_cleaner(replicas.clone(), cleaner_every, shutdown_rx.clone());
     }

@@ -82,8 +82,15 @@ impl Cluster {
             .arg("--data-dir")
             .arg(&node.data_dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .env("RUST_LOG", "warn");
+            .stderr(if std::env::var_os("RUNNEL_TEST_LOG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .env(
+                "RUST_LOG",
+                std::env::var("RUNNEL_TEST_LOG").unwrap_or_else(|_| "warn".into()),
+            );
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }
@@ -507,9 +514,10 @@ fn acks_all_records_survive_the_leaders_kill9() {
     });
     // The new leader's HW moves up once the remaining follower fetches from it (Kafka does the
     // same): wait for it, then every acknowledged record must be there, in order.
-    wait_until("the new leader's high watermark to cover every acknowledged record", || {
-        wire.fetch("replicated", 0, 0, 100).1 >= acked.len() as i64
-    });
+    wait_until(
+        "the new leader's high watermark to cover every acknowledged record",
+        || wire.fetch("replicated", 0, 0, 100).1 >= acked.len() as i64,
+    );
     let records = wire.fetch_all("replicated", 0, 0);
     assert_eq!(
         values(&records),
@@ -527,4 +535,77 @@ fn acks_all_records_survive_the_leaders_kill9() {
         -1,
     );
     assert_eq!((code, offset), (0, 100));
+}
+
+/// (leader, isr) of partition 0 of `topic` as broker `addr` sees it.
+fn leader_and_isr(addr: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
+    let meta = metadata(addr)?;
+    let t = meta
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.0.as_str()) == Some(topic) && t.error_code == 0)?;
+    let p = t.partitions.iter().find(|p| p.partition_index == 0)?;
+    let mut isr: Vec<i32> = p.isr_nodes.iter().map(|b| b.0).collect();
+    isr.sort();
+    Some((p.leader_id.0, isr))
+}
+
+#[test]
+fn lagging_follower_leaves_the_isr_and_rejoins_after_catching_up() {
+    // Session timeout far above the lag time: the ISR shrink, not fencing, must unblock acks=all.
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "replica.lag.time.max.ms=500",
+            "broker.session.timeout.ms=6000",
+        ],
+    );
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    let (controller, _, _) = quorum(&cluster.addr(0)).unwrap();
+    assert_eq!(create(&cluster.addr(0), "lagging", 1, 3), 0);
+    let addr = cluster.addr(0);
+    wait_until("leader with a full ISR", || {
+        leader_and_isr(&addr, "lagging").is_some_and(|(l, isr)| l > 0 && isr == vec![1, 2, 3])
+    });
+    let (leader, _) = leader_and_isr(&addr, "lagging").unwrap();
+    let victim = (1..=3)
+        .find(|id| *id != leader && *id != controller)
+        .unwrap();
+    cluster.kill9((victim - 1) as usize);
+    let leader_addr = cluster.addr((leader - 1) as usize);
+    let mut wire = Wire::connect(&leader_addr);
+    let produce = |wire: &mut Wire, v: &str| {
+        wire.produce(
+            "lagging",
+            0,
+            batch(&[(None, v)], kafka_protocol::records::Compression::None),
+            -1,
+        )
+    };
+    // Keep writing until the leader drops the dead follower and acks=all succeeds again.
+    let mut acked = 0;
+    let killed = Instant::now();
+    wait_until("the ISR to shrink without the dead follower", || {
+        if produce(&mut wire, "during").0 == 0 {
+            acked += 1;
+        }
+        leader_and_isr(&leader_addr, "lagging").is_some_and(|(_, isr)| !isr.contains(&victim))
+    });
+    // Shrunk by the lag rule, not by fencing (which takes the 6 s session timeout).
+    assert!(
+        live_broker_ids(&leader_addr).is_some_and(|ids| ids.contains(&victim))
+            || killed.elapsed() < Duration::from_secs(6)
+    );
+    assert_eq!(
+        produce(&mut wire, "after-shrink").0,
+        0,
+        "acks=all works with the smaller ISR"
+    );
+    cluster.restart((victim - 1) as usize);
+    wait_until("the restarted follower to rejoin the ISR", || {
+        leader_and_isr(&leader_addr, "lagging").is_some_and(|(_, isr)| isr == vec![1, 2, 3])
+    });
+    assert!(acked <= 1000);
 }

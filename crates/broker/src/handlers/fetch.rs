@@ -95,6 +95,9 @@ fn read_once(
                 if partition.record_follower_fetch(replica_id, fp.fetch_offset) {
                     broker.replicas.appended.notify_waiters();
                 }
+                if let Some(isr) = partition.isr_expansion(replica_id) {
+                    crate::isr::propose(broker.controller.clone(), partition.clone(), isr);
+                }
                 if version >= 12 && fp.last_fetched_epoch >= 0 {
                     let (epoch, end) = partition
                         .log
