@@ -78,12 +78,16 @@ def test_three_members_share_six_partitions_and_read_everything_once(fast_broker
     bs = fast_broker.bootstrap
     topic = unique_topic("grp3")
     create_topic(bs, topic, partitions=6)
-    expected = produce_keyed(bs, topic, 600, 6)
     group = unique_topic("g")
     members = Members(group_consumer(bs, group) for _ in range(3))
     try:
         for c in members.consumers:
             c.subscribe([topic])
+        # Produce once the group is stable: records read before a rebalance that moves their
+        # partition (without a commit) would legitimately be read again by the new owner.
+        wait_until(lambda: (members.poll_round(), [len(a) for a in members.assignments()] == [2, 2, 2])[1],
+                   timeout=40, desc="a stable group of 3 members with 2 partitions each")
+        expected = produce_keyed(bs, topic, 600, 6)
 
         def done():
             members.poll_round()

@@ -30,6 +30,8 @@ use crate::replica_manager::ReplicaManager;
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const QUEUE_CAPACITY: usize = 4096;
 const TICK: Duration = Duration::from_millis(100);
+/// How long a group write may wait for the in-sync replicas before it is reported as failed.
+const PERSIST_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub const NOT_COORDINATOR: i16 = 16;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
@@ -311,10 +313,10 @@ pub fn spawn(
         loop {
             tokio::select! {
                 command = rx.recv() => match command {
-                    Some(command) => manager.handle(command),
+                    Some(command) => manager.handle(command).await,
                     None => return,
                 },
-                _ = tick.tick() => manager.tick(),
+                _ = tick.tick() => manager.tick().await,
                 changed = manager.image.changed() => {
                     if changed.is_err() {
                         return;
@@ -380,7 +382,8 @@ impl GroupManager {
         let mut records = Vec::new();
         {
             let log = p.log.lock();
-            let end = log.high_watermark();
+            // Up to the log end: as the new leader, everything it holds will be committed.
+            let end = log.log_end_offset();
             let mut offset = log.log_start_offset();
             while offset < end {
                 let read = match log.read(offset, 1 << 20, end, true) {
@@ -475,7 +478,7 @@ impl GroupManager {
         self.next_request
     }
 
-    fn handle(&mut self, command: Command) {
+    async fn handle(&mut self, command: Command) {
         let now = now_ms();
         match command {
             Command::Join(req, reply) => match self.route(&req.group_id) {
@@ -483,7 +486,7 @@ impl GroupManager {
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Join(p, reply));
                     let outputs = self.coordinator(p).join(now, id, req);
-                    self.apply_outputs(p, outputs);
+                    self.apply_outputs(p, outputs).await;
                 }
                 Err(code) => {
                     let _ = reply.send(join_error(code, req.member_id));
@@ -494,7 +497,7 @@ impl GroupManager {
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Sync(p, reply));
                     let outputs = self.coordinator(p).sync(now, id, req);
-                    self.apply_outputs(p, outputs);
+                    self.apply_outputs(p, outputs).await;
                 }
                 Err(code) => {
                     let _ = reply.send(sync_error(code));
@@ -511,7 +514,7 @@ impl GroupManager {
                 Ok(p) => {
                     let (code, codes, outputs) =
                         self.coordinator(p).leave(now, &group_id, &members);
-                    self.apply_outputs(p, outputs);
+                    self.apply_outputs(p, outputs).await;
                     let _ = reply.send((code, codes));
                 }
                 Err(code) => {
@@ -545,7 +548,7 @@ impl GroupManager {
                         req.group_instance_id = None;
                     }
                     let (code, mut codes, records) = self.coordinator(p).commit_offsets(now, &req);
-                    if !records.is_empty() && !self.persist(p, records) {
+                    if !records.is_empty() && !self.persist(p, records).await {
                         for c in &mut codes {
                             if c.2 == 0 {
                                 c.2 = COORDINATOR_NOT_AVAILABLE;
@@ -608,7 +611,7 @@ impl GroupManager {
                         Ok(p) => {
                             let (mut results, records) =
                                 self.coordinator(p).delete_groups(std::slice::from_ref(&g));
-                            if !records.is_empty() && !self.persist(p, records) {
+                            if !records.is_empty() && !self.persist(p, records).await {
                                 for r in &mut results {
                                     if r.1 == 0 {
                                         r.1 = COORDINATOR_NOT_AVAILABLE;
@@ -668,7 +671,7 @@ impl GroupManager {
                 Ok(p) => {
                     let (code, codes, records) =
                         self.coordinator(p).delete_offsets(&group_id, &partitions);
-                    let code = if !records.is_empty() && !self.persist(p, records) {
+                    let code = if !records.is_empty() && !self.persist(p, records).await {
                         COORDINATOR_NOT_AVAILABLE
                     } else {
                         code
@@ -688,12 +691,12 @@ impl GroupManager {
             .or_insert_with(|| GroupCoordinator::new(self.config.clone()))
     }
 
-    fn tick(&mut self) {
+    async fn tick(&mut self) {
         let now = now_ms();
         let partitions: Vec<i32> = self.coordinators.keys().copied().collect();
         for p in partitions {
             let outputs = self.coordinator(p).tick(now);
-            self.apply_outputs(p, outputs);
+            self.apply_outputs(p, outputs).await;
         }
         if !self.consumer_groups.is_empty() {
             let topics = topics_view(&self.image.borrow());
@@ -704,12 +707,12 @@ impl GroupManager {
     }
 
     /// Persists first, then answers; answers after a failed persist carry an error instead.
-    fn apply_outputs(&mut self, partition: i32, outputs: Vec<Output>) {
+    async fn apply_outputs(&mut self, partition: i32, outputs: Vec<Output>) {
         let mut persisted = true;
         for output in outputs {
             match output {
                 Output::Persist(records) => {
-                    persisted &= self.persist(partition, records);
+                    persisted &= self.persist(partition, records).await;
                 }
                 Output::Join(id, response) => {
                     if let Some(Pending::Join(_, reply)) = self.pending.remove(&id) {
@@ -731,7 +734,7 @@ impl GroupManager {
     }
 
     /// Appends records to the group's `__consumer_offsets` partition as one batch.
-    fn persist(&self, partition: i32, records: Vec<OffsetsRecord>) -> bool {
+    async fn persist(&mut self, partition: i32, records: Vec<OffsetsRecord>) -> bool {
         let Some(p) = self.replicas.get(OFFSETS_TOPIC, partition) else {
             tracing::error!(partition, "__consumer_offsets partition is not hosted here");
             return false;
@@ -744,9 +747,30 @@ impl GroupManager {
             }
         };
         match p.append_as_leader(&batch, self.node_id, 1) {
-            Ok(_) => {
+            Ok(appended) => {
                 self.replicas.appended.notify_waiters();
-                true
+                // Like Kafka's coordinator (acks=all): answer only once every in-sync replica
+                // has the records, so a coordinator failover cannot lose an acknowledged commit.
+                let needed = appended.last_offset + 1;
+                let deadline = tokio::time::Instant::now() + PERSIST_TIMEOUT;
+                loop {
+                    let notified = self.replicas.appended.notified();
+                    tokio::pin!(notified);
+                    notified.as_mut().enable();
+                    if p.log.lock().high_watermark() >= needed {
+                        return true;
+                    }
+                    tokio::select! {
+                        _ = &mut notified => {}
+                        _ = tokio::time::sleep_until(deadline) => {
+                            let replicated = p.log.lock().high_watermark() >= needed;
+                            if !replicated {
+                                tracing::warn!(partition, "group records not replicated in time");
+                            }
+                            return replicated;
+                        }
+                    }
+                }
             }
             Err((code, message)) => {
                 tracing::error!(partition, code, %message, "cannot persist group records");

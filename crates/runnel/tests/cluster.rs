@@ -609,3 +609,85 @@ fn lagging_follower_leaves_the_isr_and_rejoins_after_catching_up() {
     });
     assert!(acked <= 1000);
 }
+
+/// (error, coordinator id) for `group` asked at `addr`.
+fn coordinator(addr: &str, group: &str) -> Option<(i16, i32)> {
+    let mut wire = Wire::try_connect(addr)?;
+    let req = FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.into()));
+    let resp: FindCoordinatorResponse = wire.try_call(ApiKey::FindCoordinator, 3, &req)?;
+    Some((resp.error_code, resp.node_id.0))
+}
+
+fn commit_offset(addr: &str, group: &str, topic: &str, offset: i64) -> Option<i16> {
+    let mut wire = Wire::try_connect(addr)?;
+    let req = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_topics(vec![
+            offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.into())))
+                .with_partitions(vec![
+                    offset_commit_request::OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset),
+                ]),
+        ]);
+    let resp: OffsetCommitResponse = wire.try_call(ApiKey::OffsetCommit, 8, &req)?;
+    Some(resp.topics[0].partitions[0].error_code)
+}
+
+fn committed_offset(addr: &str, group: &str, topic: &str) -> Option<(i16, i64)> {
+    let mut wire = Wire::try_connect(addr)?;
+    let req = OffsetFetchRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.into())))
+        .with_topics(Some(vec![
+            offset_fetch_request::OffsetFetchRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.into())))
+                .with_partition_indexes(vec![0]),
+        ]));
+    let resp: OffsetFetchResponse = wire.try_call(ApiKey::OffsetFetch, 7, &req)?;
+    if resp.error_code != 0 {
+        return Some((resp.error_code, -1));
+    }
+    let p = resp.topics.first()?.partitions.first()?;
+    Some((p.error_code, p.committed_offset))
+}
+
+#[test]
+fn committed_offsets_survive_the_coordinators_kill9() {
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=300",
+            "offsets.topic.num.partitions=3",
+        ],
+    );
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    assert_eq!(create(&cluster.addr(0), "consumed", 1, 3), 0);
+    let group = "durable-group";
+    let addr = cluster.addr(0);
+    wait_until("a group coordinator", || {
+        coordinator(&addr, group).is_some_and(|(code, id)| code == 0 && id > 0)
+    });
+    let (_, coord) = coordinator(&addr, group).unwrap();
+    let coord_addr = cluster.addr((coord - 1) as usize);
+    wait_until("the offset commit to be accepted", || {
+        commit_offset(&coord_addr, group, "consumed", 42) == Some(0)
+    });
+    // The commit is acknowledged once __consumer_offsets holds it; let the followers copy it.
+    cluster.kill9((coord - 1) as usize);
+    let survivor = cluster.alive()[0];
+    let survivor_addr = cluster.addr(survivor);
+    wait_until("a new coordinator among the survivors", || {
+        coordinator(&survivor_addr, group).is_some_and(|(code, id)| code == 0 && id != coord)
+    });
+    let (_, new_coord) = coordinator(&survivor_addr, group).unwrap();
+    let new_addr = cluster.addr((new_coord - 1) as usize);
+    wait_until("the committed offset served by the new coordinator", || {
+        committed_offset(&new_addr, group, "consumed") == Some((0, 42))
+    });
+}

@@ -240,8 +240,16 @@ mod tests {
         assert_eq!(status.code(), Some(3));
         assert_eq!(node.stderr_tail().await, ["oops"]);
         assert!(node.is_ready());
-        let log = std::fs::read_to_string(dir.path().join("node-1.log")).expect("log");
-        assert!(log.contains("listening on") && log.contains("oops"));
+        // The log is written by the output reader tasks, which may finish after the exit.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let log = std::fs::read_to_string(dir.path().join("node-1.log")).unwrap_or_default();
+            if log.contains("listening on") && log.contains("oops") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "log never got both lines: {log:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     #[tokio::test]
