@@ -11,6 +11,7 @@ pub mod code {
     pub const MESSAGE_TOO_LARGE: i16 = 10;
     pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
     pub const INVALID_TIMESTAMP: i16 = 32;
     pub const UNSUPPORTED_VERSION: i16 = 35;

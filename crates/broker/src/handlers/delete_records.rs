@@ -32,17 +32,10 @@ pub async fn handle(
                 .iter()
                 .map(|p| {
                     let index = p.partition_index;
-                    let Some(partition) = broker.replicas.get(name, index) else {
-                        let code = if broker.image().partition(name, index).is_some() {
-                            code::NOT_LEADER_OR_FOLLOWER
-                        } else {
-                            code::UNKNOWN_TOPIC_OR_PARTITION
-                        };
-                        return result(index, code, -1);
+                    let partition = match super::led_partition(broker, name, index) {
+                        Ok(p) => p,
+                        Err(code) => return result(index, code, -1),
                     };
-                    if partition.role().leader != broker.node_id {
-                        return result(index, code::NOT_LEADER_OR_FOLLOWER, -1);
-                    }
                     let mut log = partition.log.lock();
                     let hw = log.high_watermark();
                     let target = if p.offset == -1 { hw } else { p.offset };

@@ -40,18 +40,11 @@ pub async fn handle(
                 .iter()
                 .map(|p| {
                     let index = p.partition_index;
-                    let Some(partition) = broker.replicas.get(name, index) else {
-                        let code = if broker.image().partition(name, index).is_some() {
-                            code::NOT_LEADER_OR_FOLLOWER
-                        } else {
-                            code::UNKNOWN_TOPIC_OR_PARTITION
-                        };
-                        return failed(index, code);
+                    let partition = match super::led_partition(broker, name, index) {
+                        Ok(p) => p,
+                        Err(code) => return failed(index, code),
                     };
                     let role = partition.role();
-                    if role.leader != broker.node_id {
-                        return failed(index, code::NOT_LEADER_OR_FOLLOWER);
-                    }
                     let epoch_error = check_leader_epoch(p.current_leader_epoch, role.leader_epoch);
                     if epoch_error != code::NONE {
                         return failed(index, epoch_error);

@@ -34,6 +34,24 @@ pub fn topic_name(s: &str) -> TopicName {
     TopicName(str_bytes(s))
 }
 
+/// The partition if this broker leads it, else the Kafka error for the client: not hosted
+/// here but known -> NOT_LEADER_OR_FOLLOWER (refresh metadata), unknown -> UNKNOWN_TOPIC_OR_PARTITION.
+pub fn led_partition(
+    broker: &crate::context::Broker,
+    topic: &str,
+    index: i32,
+) -> Result<std::sync::Arc<crate::partition::Partition>, i16> {
+    use crate::errors::code;
+    match broker.replicas.get(topic, index) {
+        Some(p) if p.role().leader == broker.node_id => Ok(p),
+        Some(_) => Err(code::NOT_LEADER_OR_FOLLOWER),
+        None if broker.image().partition(topic, index).is_some() => {
+            Err(code::NOT_LEADER_OR_FOLLOWER)
+        }
+        None => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
+    }
+}
+
 /// Checks a client's leader epoch against ours (KIP-320): -1 disables the check.
 pub fn check_leader_epoch(requested: i32, current: i32) -> i16 {
     use crate::errors::code;

@@ -34,18 +34,11 @@ pub async fn handle(
                 .partitions
                 .iter()
                 .map(|p| {
-                    let Some(partition) = broker.replicas.get(name, p.partition) else {
-                        let code = if broker.image().partition(name, p.partition).is_some() {
-                            code::NOT_LEADER_OR_FOLLOWER
-                        } else {
-                            code::UNKNOWN_TOPIC_OR_PARTITION
-                        };
-                        return failed(p.partition, code);
+                    let partition = match super::led_partition(broker, name, p.partition) {
+                        Ok(partition) => partition,
+                        Err(code) => return failed(p.partition, code),
                     };
                     let role = partition.role();
-                    if role.leader != broker.node_id {
-                        return failed(p.partition, code::NOT_LEADER_OR_FOLLOWER);
-                    }
                     let epoch_error = check_leader_epoch(p.current_leader_epoch, role.leader_epoch);
                     if epoch_error != code::NONE {
                         return failed(p.partition, epoch_error);

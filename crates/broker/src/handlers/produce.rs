@@ -104,6 +104,17 @@ pub async fn handle(
                             ));
                             continue;
                         }
+                        // Written and replicated, but the ISR shrank below the minimum meanwhile
+                        // (spec E.4): the client learns its durability guarantee was not met.
+                        let role = partition.role();
+                        if role.isr.len() < role.config.min_insync_replicas.max(1) as usize {
+                            partitions.push(error(
+                                index,
+                                code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                "the in-sync replica set shrank below min.insync.replicas after the append",
+                            ));
+                            continue;
+                        }
                     }
                     partitions.push(
                         PartitionProduceResponse::default()
