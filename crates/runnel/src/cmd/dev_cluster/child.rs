@@ -247,7 +247,10 @@ mod tests {
             if log.contains("listening on") && log.contains("oops") {
                 break;
             }
-            assert!(std::time::Instant::now() < deadline, "log never got both lines: {log:?}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "log never got both lines: {log:?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
