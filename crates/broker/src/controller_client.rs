@@ -282,6 +282,22 @@ impl ControllerClient {
         }
     }
 
+    /// Asks the controller to move this broker's leaderships away; returns how many stay.
+    pub async fn controlled_shutdown(
+        &self,
+        broker_id: i32,
+        deadline: Duration,
+    ) -> Result<usize, ApiError> {
+        match self
+            .call(Rq::ControlledShutdown { broker_id }, deadline)
+            .await?
+        {
+            Rs::Remaining(n) => Ok(n),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("ControlledShutdown")),
+        }
+    }
+
     /// A leader's ISR change; bounded, since a stale one is simply retried later.
     pub async fn alter_partition(
         &self,

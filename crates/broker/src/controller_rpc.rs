@@ -60,6 +60,9 @@ pub enum ControllerRequest {
         partitions: Option<Vec<(String, i32)>>,
     },
     AlterPartition(crate::controller_shell::AlterIsr),
+    ControlledShutdown {
+        broker_id: i32,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,6 +76,7 @@ pub enum ControllerResponse {
     Events(EventsSince),
     QuorumStatus(runnel_raft::QuorumStatus),
     Elections(Vec<runnel_metadata::ElectionResult>),
+    Remaining(usize),
     Error(ApiError),
 }
 
@@ -138,6 +142,10 @@ pub async fn serve(
             .await
             .map(Rs::ProducerId),
         Rq::Events { since } => handle.events(since).await.map(Rs::Events),
+        Rq::ControlledShutdown { broker_id } => handle
+            .controlled_shutdown(broker_id)
+            .await
+            .map(Rs::Remaining),
         Rq::AlterPartition(request) => handle.alter_partition(request).await.map(|()| Rs::Done),
         Rq::ElectLeaders {
             election,

@@ -88,6 +88,11 @@ enum Command {
         request: AlterIsr,
         reply: Reply<()>,
     },
+    /// Answer: how many leaderships stay with the broker (no in-sync replica to take them).
+    ControlledShutdown {
+        broker_id: i32,
+        reply: Reply<usize>,
+    },
 }
 
 /// A leader's ISR change request (Kafka's AlterPartition, spec I.3 item 6).
@@ -114,6 +119,7 @@ impl Command {
             Command::Events { .. } => "Events",
             Command::ElectLeaders { .. } => "ElectLeaders",
             Command::AlterPartition { .. } => "AlterPartition",
+            Command::ControlledShutdown { .. } => "ControlledShutdown",
         }
     }
 
@@ -130,6 +136,7 @@ impl Command {
             Command::Events { reply, .. } => drop(reply.send(Err(e))),
             Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterPartition { reply, .. } => drop(reply.send(Err(e))),
+            Command::ControlledShutdown { reply, .. } => drop(reply.send(Err(e))),
         }
     }
 }
@@ -250,6 +257,11 @@ impl ControllerHandle {
 
     pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
         self.call(|reply| Command::Events { since, reply }).await
+    }
+
+    pub async fn controlled_shutdown(&self, broker_id: i32) -> Result<usize, ApiError> {
+        self.call(|reply| Command::ControlledShutdown { broker_id, reply })
+            .await
     }
 
     pub async fn alter_partition(&self, request: AlterIsr) -> Result<(), ApiError> {
@@ -544,6 +556,12 @@ impl ControllerShell {
             }
             Command::Events { since, reply } => {
                 let _ = reply.send(Ok(self.controller.events_since(since)));
+            }
+            Command::ControlledShutdown { broker_id, reply } => {
+                let (records, remaining) =
+                    self.controller.controlled_shutdown(&self.image, broker_id);
+                let result = self.commit(records).await.map(|()| remaining);
+                let _ = reply.send(result);
             }
             Command::AlterPartition { request, reply } => {
                 let result = self.alter_partition(request).await;

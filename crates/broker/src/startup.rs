@@ -539,8 +539,57 @@ fn spawn_cleaner(
 }
 
 impl RunningBroker {
+    /// Cluster brokers hand their leaderships to in-sync replicas before stopping (spec D.2),
+    /// waiting (bounded) until this node's image shows it leads only what cannot move.
+    async fn controlled_shutdown(&self) {
+        let is_cluster_broker = self
+            .broker
+            .config
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.broker);
+        if !is_cluster_broker {
+            return;
+        }
+        let node_id = self.node_id;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        match self
+            .broker
+            .controller
+            .controlled_shutdown(node_id, Duration::from_secs(10))
+            .await
+        {
+            Ok(remaining) => {
+                let mut image = self.broker.image.clone();
+                let moved = tokio::time::timeout_at(
+                    deadline,
+                    image.wait_for(|i| {
+                        let led = i
+                            .topics
+                            .values()
+                            .flat_map(|t| t.partitions.values())
+                            .filter(|p| p.leader == node_id)
+                            .count();
+                        led <= remaining
+                    }),
+                )
+                .await;
+                match moved {
+                    Ok(Ok(_)) => {
+                        tracing::info!(remaining, "controlled shutdown: leaderships moved")
+                    }
+                    _ => tracing::warn!("controlled shutdown: leaderships did not move in time"),
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "controlled shutdown refused; stopping anyway")
+            }
+        }
+    }
+
     /// Stops serving, flushes every log and writes the clean-shutdown marker.
     pub async fn shutdown(self) -> Result<(), BrokerError> {
+        self.controlled_shutdown().await;
         let _ = self.shutdown.send(true);
         let _ = self.server.await;
         let replicas = self.broker.replicas.clone();

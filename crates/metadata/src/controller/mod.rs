@@ -11,6 +11,7 @@
 mod alter_configs;
 mod brokers;
 mod commit;
+mod controlled_shutdown;
 mod create_partitions;
 mod create_topics;
 mod delete_topics;

@@ -657,3 +657,24 @@ fn preferred_election_moves_leadership_back_when_the_preferred_replica_is_in_syn
     );
     assert_eq!(results[0].2.as_ref().unwrap_err().code, 80);
 }
+
+#[test]
+fn controlled_shutdown_moves_leadership_to_an_in_sync_replica() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    h.create("moving", 3, 3).unwrap();
+    h.create("single", 1, 1).unwrap();
+    let victim = h.image.partition("moving", 0).unwrap().leader;
+    let led_single = usize::from(h.image.partition("single", 0).unwrap().leader == victim);
+    let (records, remaining) = h.controller.controlled_shutdown(&h.image, victim);
+    h.commit(records);
+    assert!(h.image.brokers[&victim].in_controlled_shutdown);
+    for p in h.image.topic("moving").unwrap().partitions.values() {
+        assert_ne!(p.leader, victim, "every RF-3 partition moved away");
+        assert!(
+            !p.isr.contains(&victim),
+            "the shutting-down broker leaves the ISR"
+        );
+        assert!(p.isr.contains(&p.leader));
+    }
+    assert_eq!(remaining, led_single, "an RF-1 partition cannot move");
+}
