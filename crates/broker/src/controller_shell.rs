@@ -320,6 +320,8 @@ pub struct ControllerShell {
     active_term: u64,
     sessions: HashMap<i32, Session>,
     session_timeout: Duration,
+    /// `auto.leader.rebalance.enable`: check every interval with this imbalance percentage.
+    leader_rebalance: Option<(Duration, u32)>,
 }
 
 fn storage_error(e: impl std::fmt::Display) -> ApiError {
@@ -362,7 +364,14 @@ impl ControllerShell {
             active_term: 0,
             sessions: HashMap::new(),
             session_timeout,
+            leader_rebalance: None,
         }
+    }
+
+    /// Enables the periodic preferred-leader rebalance (spec F).
+    pub fn with_leader_rebalance(mut self, every: Duration, percentage: u32) -> Self {
+        self.leader_rebalance = Some((every, percentage));
+        self
     }
 
     /// Starts the task; returns the handle used by request handlers.
@@ -378,6 +387,14 @@ impl ControllerShell {
             }
             let mut sessions = tokio::time::interval(SESSION_CHECK);
             sessions.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let rebalance_every = self
+                .leader_rebalance
+                .map_or(Duration::from_secs(3600), |r| r.0);
+            let mut rebalance = tokio::time::interval_at(
+                tokio::time::Instant::now() + rebalance_every,
+                rebalance_every,
+            );
+            rebalance.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     command = rx.recv() => match command {
@@ -385,6 +402,7 @@ impl ControllerShell {
                         None => return,
                     },
                     _ = sessions.tick() => self.expire_sessions().await,
+                    _ = rebalance.tick() => self.rebalance_leaders().await,
                 }
             }
         });
@@ -693,6 +711,24 @@ impl ControllerShell {
             return Ok(false);
         }
         Ok(fenced)
+    }
+
+    /// Moves leadership back to preferred replicas when a broker's imbalance is too high.
+    async fn rebalance_leaders(&mut self) {
+        let Some((_, percentage)) = self.leader_rebalance else {
+            return;
+        };
+        if self.active_term == 0 || self.ensure_active().await.is_err() {
+            return;
+        }
+        let records = self.controller.rebalance_leaders(&self.image, percentage);
+        if records.is_empty() {
+            return;
+        }
+        tracing::info!(elections = records.len(), "preferred-leader rebalance");
+        if let Err(e) = self.commit(records).await {
+            tracing::warn!(error = %e.message, "preferred-leader rebalance failed");
+        }
     }
 
     /// Fences brokers whose heartbeats stopped for longer than the session timeout.

@@ -287,6 +287,21 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         defaults: defaults.clone(),
         max_events: 10_000,
     };
+    // Preferred-leader rebalance only matters with several brokers (spec F).
+    let leader_rebalance = config
+        .get_bool("auto.leader.rebalance.enable", true)
+        .then(|| {
+            (
+                Duration::from_secs(
+                    config
+                        .get_i64("leader.imbalance.check.interval.seconds", 300)
+                        .max(1) as u64,
+                ),
+                config
+                    .get_i64("leader.imbalance.per.broker.percentage", 10)
+                    .clamp(0, 100) as u32,
+            )
+        });
     let session_timeout =
         Duration::from_millis(config.get_i64("broker.session.timeout.ms", 9000).max(1) as u64);
 
@@ -374,8 +389,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                     image_rx: image_rx.clone(),
                 };
                 let handle =
-                    ControllerShell::new(controller_config, backend, image, session_timeout)
-                        .spawn();
+                    ControllerShell::new(controller_config, backend, image, session_timeout);
+                let handle = match leader_rebalance {
+                    Some((every, percentage)) => handle.with_leader_rebalance(every, percentage),
+                    None => handle,
+                }
+                .spawn();
                 quorum.set_app_handler(crate::controller_rpc::app_handler(
                     handle.clone(),
                     Arc::downgrade(&quorum),

@@ -739,3 +739,38 @@ fn sigterm_moves_leadership_before_the_broker_stops() {
         started.elapsed()
     );
 }
+
+#[test]
+fn leadership_returns_to_the_preferred_replica_after_it_rejoins() {
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            "leader.imbalance.check.interval.seconds=1",
+            "broker.session.timeout.ms=2000",
+            "broker.heartbeat.interval.ms=300",
+        ],
+    );
+    wait_until("all brokers live", || {
+        (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
+    });
+    assert_eq!(create(&cluster.addr(0), "preferred", 1, 3), 0);
+    let addr = cluster.addr(0);
+    wait_until("a leader", || {
+        leader_and_isr(&addr, "preferred").is_some_and(|(l, isr)| l > 0 && isr.len() == 3)
+    });
+    let (preferred, _) = leader_and_isr(&addr, "preferred").unwrap();
+    assert!(cluster.stop((preferred - 1) as usize));
+    let survivor = cluster.alive()[0];
+    let addr = cluster.addr(survivor);
+    wait_until("leadership moved away", || {
+        leader_and_isr(&addr, "preferred").is_some_and(|(l, _)| l > 0 && l != preferred)
+    });
+    cluster.restart((preferred - 1) as usize);
+    wait_until(
+        "the preferred replica back in the ISR and leading again",
+        || {
+            leader_and_isr(&addr, "preferred")
+                .is_some_and(|(l, isr)| l == preferred && isr.len() == 3)
+        },
+    );
+}

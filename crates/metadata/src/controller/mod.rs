@@ -17,6 +17,7 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod events;
+mod rebalance;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 

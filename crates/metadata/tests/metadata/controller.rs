@@ -678,3 +678,38 @@ fn controlled_shutdown_moves_leadership_to_an_in_sync_replica() {
     }
     assert_eq!(remaining, led_single, "an RF-1 partition cannot move");
 }
+
+#[test]
+fn auto_rebalance_returns_leadership_to_in_sync_preferred_replicas() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    h.create("bal", 6, 3).unwrap();
+    let topic_id = h.image.topic("bal").unwrap().id;
+    // Move every partition's leadership off its preferred replica (all replicas stay in sync).
+    let changes: Vec<MetadataRecord> = h
+        .image
+        .topic("bal")
+        .unwrap()
+        .partitions
+        .values()
+        .map(|p| MetadataRecord::PartitionChange {
+            topic_id,
+            partition_id: p.partition,
+            leader: Some(p.replicas[1]),
+            isr: None,
+            replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
+        })
+        .collect();
+    h.commit(changes);
+    let records = h.controller.rebalance_leaders(&h.image, 10);
+    assert_eq!(records.len(), 6, "every partition goes back");
+    h.commit(records);
+    for p in h.image.topic("bal").unwrap().partitions.values() {
+        assert_eq!(p.leader, p.replicas[0]);
+    }
+    assert!(
+        h.controller.rebalance_leaders(&h.image, 10).is_empty(),
+        "balanced: nothing to do"
+    );
+}
