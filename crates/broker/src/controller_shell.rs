@@ -20,6 +20,7 @@ use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::metadata_log::MetadataLog;
 use crate::publisher::Publisher;
 
@@ -339,13 +340,6 @@ fn not_controller(leader: Option<i32>) -> ApiError {
             None => "no active controller right now (election in progress)".into(),
         },
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl ControllerShell {

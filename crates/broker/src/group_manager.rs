@@ -25,6 +25,7 @@ use runnel_group::{
 use runnel_metadata::MetadataImage;
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::clock::now_ms;
 use crate::replica_manager::ReplicaManager;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -278,13 +279,6 @@ struct GroupManager {
     consumer_config: ConsumerGroupConfig,
     pending: HashMap<RequestId, Pending>,
     next_request: RequestId,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Starts the group task.

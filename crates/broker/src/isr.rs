@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::clock::now_ms;
 use crate::controller_client::ControllerClient;
 use crate::partition::Partition;
 use crate::replica_manager::ReplicaManager;
@@ -22,13 +23,6 @@ pub fn propose(controller: ControllerClient, partition: Arc<Partition>, isr: Vec
         }
         partition.end_isr_change();
     });
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Checks every led partition for lagging followers every `lag_max / 2` (as Kafka does).

@@ -11,6 +11,7 @@ use runnel_metadata::EffectiveTopicConfig;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::errors::code;
 use crate::producer_state::{last_seq, ProducerStateTable, SequenceCheck};
 
@@ -478,13 +479,6 @@ fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
         }
     }
     table
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 fn record_producers(

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::context::{Broker, BrokerParts};
 use crate::controller_client::ControllerClient;
@@ -39,13 +40,6 @@ pub struct RunningBroker {
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
     quorum: Option<Arc<MetadataQuorum>>,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Reads `meta.properties` (Kafka's format) or writes a new one. A single node gets a fresh

@@ -606,12 +606,10 @@ fn lagging_follower_leaves_the_isr_and_rejoins_after_catching_up() {
         )
     };
     // Keep writing until the leader drops the dead follower and acks=all succeeds again.
-    let mut acked = 0;
     let killed = Instant::now();
     wait_until("the ISR to shrink without the dead follower", || {
-        if produce(&mut wire, "during").0 == 0 {
-            acked += 1;
-        }
+        // Writes keep the leader's LEO moving, which is what makes the dead follower lag.
+        let _ = produce(&mut wire, "during");
         leader_and_isr(&leader_addr, "lagging").is_some_and(|(_, isr)| !isr.contains(&victim))
     });
     // Shrunk by the lag rule, not by fencing (which takes the 6 s session timeout).
@@ -628,7 +626,6 @@ fn lagging_follower_leaves_the_isr_and_rejoins_after_catching_up() {
     wait_until("the restarted follower to rejoin the ISR", || {
         leader_and_isr(&leader_addr, "lagging").is_some_and(|(_, isr)| isr == vec![1, 2, 3])
     });
-    assert!(acked <= 1000);
 }
 
 /// (error, coordinator id) for `group` asked at `addr`.

@@ -8,16 +8,10 @@ use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaS
 use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
 
 use super::{str_bytes, topic_name};
+use crate::clock::now_ms;
 use crate::context::Broker;
 
 const METADATA_TOPIC: &str = "__cluster_metadata";
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 fn replica(id: i32, log_end_offset: i64, version: i16) -> ReplicaState {
     let r = ReplicaState::default()

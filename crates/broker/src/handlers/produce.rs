@@ -32,7 +32,6 @@ pub async fn handle(
     let timeout_ms = request.timeout_ms;
     let acks_valid = matches!(acks, -1..=1);
     let mut topics = Vec::with_capacity(request.topic_data.len());
-    let mut appended_any = false;
     for topic in request.topic_data {
         let name = topic.name.0.as_str();
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
@@ -69,7 +68,6 @@ pub async fn handle(
             }
             match partition.append_as_leader(&records, broker.node_id, acks) {
                 Ok(appended) => {
-                    appended_any |= !appended.duplicate;
                     if !appended.duplicate {
                         // Wake long-polling fetches now: followers must see it for acks=all.
                         broker.replicas.appended.notify_waiters();
@@ -132,9 +130,6 @@ pub async fn handle(
                 .with_name(topic.name)
                 .with_partition_responses(partitions),
         );
-    }
-    if appended_any {
-        broker.replicas.appended.notify_waiters();
     }
     fit_to_version(ProduceResponse::default().with_responses(topics), version)
 }
