@@ -334,6 +334,27 @@ impl ControllerClient {
         }
     }
 
+    pub async fn alter_reassignments(
+        &self,
+        requests: Vec<runnel_metadata::ReassignmentRequest>,
+        allow_replication_factor_change: bool,
+    ) -> Result<Vec<runnel_metadata::ReassignmentResult>, ApiError> {
+        match self
+            .call(
+                Rq::AlterReassignments {
+                    requests,
+                    allow_replication_factor_change,
+                },
+                ADMIN_DEADLINE,
+            )
+            .await?
+        {
+            Rs::Reassignments(r) => Ok(r),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AlterPartitionReassignments")),
+        }
+    }
+
     /// The quorum's replication state as the leader sees it (None on a single node).
     pub async fn quorum_status(&self) -> Result<Option<runnel_raft::QuorumStatus>, ApiError> {
         if self.remote.is_none() {

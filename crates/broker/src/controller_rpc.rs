@@ -60,6 +60,10 @@ pub enum ControllerRequest {
         partitions: Option<Vec<(String, i32)>>,
     },
     AlterPartition(crate::controller_shell::AlterIsr),
+    AlterReassignments {
+        requests: Vec<runnel_metadata::ReassignmentRequest>,
+        allow_replication_factor_change: bool,
+    },
     ControlledShutdown {
         broker_id: i32,
     },
@@ -76,6 +80,7 @@ pub enum ControllerResponse {
     Events(EventsSince),
     QuorumStatus(runnel_raft::QuorumStatus),
     Elections(Vec<runnel_metadata::ElectionResult>),
+    Reassignments(Vec<runnel_metadata::ReassignmentResult>),
     Remaining(usize),
     Error(ApiError),
 }
@@ -154,6 +159,13 @@ pub async fn serve(
             .elect_leaders(election, partitions)
             .await
             .map(Rs::Elections),
+        Rq::AlterReassignments {
+            requests,
+            allow_replication_factor_change,
+        } => handle
+            .alter_reassignments(requests, allow_replication_factor_change)
+            .await
+            .map(Rs::Reassignments),
         Rq::QuorumStatus => match quorum {
             Some(q) if q.is_leader() => Ok(Rs::QuorumStatus(q.status())),
             Some(q) => Err(ApiError {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use runnel_metadata::{
     AlterConfigOp, ApiError, ConfigResource, Controller, ControllerConfig, CreatePartitionsRequest,
     CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType, MetadataImage,
-    MetadataRecord, StateChangeEvent, TopicRef,
+    MetadataRecord, ReassignmentRequest, ReassignmentResult, StateChangeEvent, TopicRef,
 };
 use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -89,6 +89,11 @@ enum Command {
         request: AlterIsr,
         reply: Reply<()>,
     },
+    AlterReassignments {
+        requests: Vec<ReassignmentRequest>,
+        allow_replication_factor_change: bool,
+        reply: Reply<Vec<ReassignmentResult>>,
+    },
     /// Answer: how many leaderships stay with the broker (no in-sync replica to take them).
     ControlledShutdown {
         broker_id: i32,
@@ -120,6 +125,7 @@ impl Command {
             Command::Events { .. } => "Events",
             Command::ElectLeaders { .. } => "ElectLeaders",
             Command::AlterPartition { .. } => "AlterPartition",
+            Command::AlterReassignments { .. } => "AlterPartitionReassignments",
             Command::ControlledShutdown { .. } => "ControlledShutdown",
         }
     }
@@ -137,6 +143,7 @@ impl Command {
             Command::Events { reply, .. } => drop(reply.send(Err(e))),
             Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterPartition { reply, .. } => drop(reply.send(Err(e))),
+            Command::AlterReassignments { reply, .. } => drop(reply.send(Err(e))),
             Command::ControlledShutdown { reply, .. } => drop(reply.send(Err(e))),
         }
     }
@@ -278,6 +285,19 @@ impl ControllerHandle {
         self.call(|reply| Command::ElectLeaders {
             election,
             partitions,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn alter_reassignments(
+        &self,
+        requests: Vec<ReassignmentRequest>,
+        allow_replication_factor_change: bool,
+    ) -> Result<Vec<ReassignmentResult>, ApiError> {
+        self.call(|reply| Command::AlterReassignments {
+            requests,
+            allow_replication_factor_change,
             reply,
         })
         .await
@@ -488,6 +508,26 @@ impl ControllerShell {
                 let (mut results, records) =
                     self.controller
                         .delete_topics(&self.image, &topics, api_version);
+                if let Err(e) = self.commit(records).await {
+                    for r in &mut results {
+                        if r.2.is_ok() {
+                            r.2 = Err(e.clone());
+                        }
+                    }
+                }
+                let _ = reply.send(Ok(results));
+            }
+            Command::AlterReassignments {
+                requests,
+                allow_replication_factor_change,
+                reply,
+            } => {
+                let (mut results, records) = self.controller.alter_partition_reassignments(
+                    &self.image,
+                    &requests,
+                    allow_replication_factor_change,
+                    now_ms(),
+                );
                 if let Err(e) = self.commit(records).await {
                     for r in &mut results {
                         if r.2.is_ok() {

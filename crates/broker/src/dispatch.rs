@@ -46,6 +46,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeQuorum, 0, 1),
     (ApiKey::ElectLeaders, 0, 2),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
 ];
@@ -166,6 +168,14 @@ pub async fn dispatch(
         }
         ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
         ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
+        ApiKey::AlterPartitionReassignments => call!(
+            AlterPartitionReassignmentsRequest,
+            handlers::reassignments::alter
+        ),
+        ApiKey::ListPartitionReassignments => call!(
+            ListPartitionReassignmentsRequest,
+            handlers::reassignments::list
+        ),
         ApiKey::FindCoordinator => {
             call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }

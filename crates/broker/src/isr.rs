@@ -18,10 +18,16 @@ pub fn propose(controller: ControllerClient, partition: Arc<Partition>, isr: Vec
         return;
     };
     tokio::spawn(async move {
-        if let Err(e) = controller.alter_partition(request).await {
-            tracing::debug!(topic = %partition.topic, partition = partition.index, error = %e.message, "ISR change refused");
-        }
-        partition.end_isr_change();
+        let accepted = match controller.alter_partition(request).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(topic = %partition.topic, partition = partition.index, error = %e.message, "ISR change refused");
+                false
+            }
+        };
+        partition
+            .end_isr_change(accepted, Duration::from_secs(5))
+            .await;
     });
 }
 

@@ -38,8 +38,12 @@ pub struct Partition {
     followers: Mutex<std::collections::HashMap<i32, i64>>,
     /// Leader side: when each follower last fetched up to the leader's LEO (E.2).
     caught_up_ms: Mutex<std::collections::HashMap<i32, i64>>,
-    /// One ISR change in flight at a time (as Kafka's leaders do).
-    isr_change_in_flight: AtomicBool,
+    /// The ISR change in flight, if any (one at a time, as Kafka's leaders do), with the
+    /// partition epoch it was proposed against. Until the image shows a newer epoch, the HW
+    /// counts the *maximal* ISR (current plus proposed members): a follower being added must
+    /// hold the HW back from the moment it is proposed, or it could join the ISR without
+    /// records consumers have already read and then be elected leader (Kafka's KIP-497 rule).
+    pending_isr: Mutex<Option<(Vec<i32>, i32)>>,
     role: RwLock<Role>,
     producers: Mutex<ProducerStateTable>,
     /// Offset up to which the log is known to be fsynced (exclusive).
@@ -96,7 +100,7 @@ impl Partition {
             node_id,
             followers: Mutex::new(std::collections::HashMap::new()),
             caught_up_ms: Mutex::new(std::collections::HashMap::new()),
-            isr_change_in_flight: AtomicBool::new(false),
+            pending_isr: Mutex::new(None),
             role: RwLock::new(role),
             producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
@@ -113,7 +117,12 @@ impl Partition {
         if config_changed {
             self.log.lock().update_config(log_config(&role.config));
         }
+        let epoch = role.partition_epoch;
         *self.role.write() = role;
+        let mut pending = self.pending_isr.lock();
+        if pending.as_ref().is_some_and(|(_, base)| epoch > *base) {
+            *pending = None;
+        }
     }
 
     /// Appends a Produce request's records as the leader. Errors are Kafka error codes.
@@ -270,14 +279,14 @@ impl Partition {
 
     /// Builds the AlterPartition request for `new_isr`, unless one is already in flight.
     pub fn begin_isr_change(&self, new_isr: Vec<i32>) -> Option<crate::controller_shell::AlterIsr> {
-        if self
-            .isr_change_in_flight
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return None;
-        }
         let role = self.role();
+        {
+            let mut pending = self.pending_isr.lock();
+            if pending.is_some() {
+                return None;
+            }
+            *pending = Some((new_isr.clone(), role.partition_epoch));
+        }
         Some(crate::controller_shell::AlterIsr {
             topic_id: self.topic_id,
             partition: self.index,
@@ -288,8 +297,26 @@ impl Partition {
         })
     }
 
-    pub fn end_isr_change(&self) {
-        self.isr_change_in_flight.store(false, Ordering::Release);
+    /// The AlterPartition answer arrived. A refused change is forgotten at once; an accepted
+    /// one stays pending until the image with its epoch is applied here (`set_role`), or
+    /// `accepted_wait` passed (the controller found nothing to change, or the image is late).
+    pub async fn end_isr_change(&self, accepted: bool, accepted_wait: std::time::Duration) {
+        if accepted {
+            let deadline = tokio::time::Instant::now() + accepted_wait;
+            while self.pending_isr.lock().is_some() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+        *self.pending_isr.lock() = None;
+    }
+
+    /// The ISR the HW must respect: the current one plus members of a pending expansion.
+    fn maximal_isr(&self, role: &Role) -> Vec<i32> {
+        let mut isr = role.isr.clone();
+        if let Some((proposed, _)) = self.pending_isr.lock().as_ref() {
+            isr.extend(proposed.iter().filter(|r| !role.isr.contains(r)));
+        }
+        isr
     }
 
     /// Recomputes the high watermark after an ISR change (a removed member no longer holds it).
@@ -302,16 +329,16 @@ impl Partition {
         self.advance_high_watermark(&role, &mut log)
     }
 
-    /// HW = the smallest LEO among the ISR (the leader's own included), never moving back
-    /// (spec E.3). Followers not heard from yet count as 0.
+    /// HW = the smallest LEO among the maximal ISR (the leader's own included), never moving
+    /// back (spec E.3). Followers not heard from yet count as 0.
     fn advance_high_watermark(&self, role: &Role, log: &mut runnel_log::PartitionLog) -> bool {
         if role.leader != self.node_id {
             return false;
         }
         let leo = log.log_end_offset();
+        let isr = self.maximal_isr(role);
         let followers = self.followers.lock();
-        let hw = role
-            .isr
+        let hw = isr
             .iter()
             .filter(|r| **r != self.node_id)
             .map(|r| followers.get(r).copied().unwrap_or(0).min(leo))

@@ -18,6 +18,7 @@ pub mod controller;
 pub mod errors;
 pub mod image;
 pub mod placement;
+pub mod reassignment;
 pub mod records;
 pub mod replication;
 pub mod state_machine;
@@ -26,8 +27,8 @@ pub mod topic_name;
 
 pub use controller::{
     AlterConfigOp, Controller, ControllerConfig, CreatePartitionsRequest, CreateTopicOutcome,
-    CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType, TopicRef,
-    MAX_PARTITIONS_PER_REQUEST,
+    CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType, ReassignmentRequest,
+    ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,
 };
 pub use errors::{codes, ApiError};
 pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};

@@ -148,6 +148,12 @@ async fn alter_resource(
 ) -> (i16, Option<StrBytes>) {
     let resource = match resource_type {
         TOPIC => ConfigResource::Topic(name.to_string()),
+        // No broker config can be set at runtime yet, so none is set dynamically: deleting
+        // one (as kafka-reassign-partitions.sh --verify does with the replication throttles)
+        // changes nothing and succeeds, as it does on Kafka when the key is unset.
+        BROKER if incremental && ops.iter().all(|(_, op, _)| *op == AlterConfigOp::Delete) => {
+            return (code::NONE, None)
+        }
         BROKER => {
             return (
                 code::INVALID_REQUEST,

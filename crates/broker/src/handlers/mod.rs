@@ -15,6 +15,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod reassignments;
 pub mod runnel_describe;
 pub mod topics;
 

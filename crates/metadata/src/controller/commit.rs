@@ -268,7 +268,8 @@ fn drive_partition(
             ctx.move_partition(part, PartitionState::Offline, reason);
             elect(ctx, topic_id, part, image_part, active, unclean_allowed)
         }
-        PartitionState::Online => shrink_isr(topic_id, image_part, active),
+        PartitionState::Online => shrink_isr(topic_id, image_part, active)
+            .or_else(|| super::reassign::completion(topic_id, image_part, active)),
         PartitionState::NonExistent => None,
     };
     if let Some(MetadataRecord::PartitionChange { .. }) = &change {
@@ -280,7 +281,9 @@ fn drive_partition(
     change
 }
 
-/// Replicas added to the assignment (e.g. by a future reassignment) enter as New.
+/// Replicas added to the assignment (by a reassignment) enter as New; replicas a completed
+/// reassignment removed go Offline -> DeletionStarted -> DeletionSuccessful -> NonExistent
+/// (their brokers delete the logs when the image no longer assigns them).
 fn sync_assignment(ctx: &mut Ctx<'_>, part: &mut TrackedPartition, image_part: &PartitionImage) {
     if part.assignment == image_part.replicas {
         return;
@@ -295,6 +298,28 @@ fn sync_assignment(ctx: &mut Ctx<'_>, part: &mut TrackedPartition, image_part: &
                 "replica added to the assignment",
             );
         }
+    }
+    let removed: Vec<i32> = part
+        .replicas
+        .keys()
+        .copied()
+        .filter(|r| !part.assignment.contains(r))
+        .collect();
+    for r in removed {
+        for to in [
+            ReplicaState::Offline,
+            ReplicaState::DeletionStarted,
+            ReplicaState::DeletionSuccessful,
+            ReplicaState::NonExistent,
+        ] {
+            if part.replicas.get(&r) == Some(&to) {
+                continue;
+            }
+            if !ctx.move_replica(part, r, to, "replica removed by a reassignment") {
+                break;
+            }
+        }
+        part.replicas.remove(&r);
     }
 }
 

@@ -17,6 +17,7 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod events;
+mod reassign;
 mod rebalance;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -37,6 +38,7 @@ pub use create_topics::{CreateTopicOutcome, CreateTopicRequest, CreatedTopic};
 pub use delete_topics::{DeleteTopicResult, TopicRef};
 pub use elect_leaders::{ElectionResult, ElectionType};
 use events::EventLog;
+pub use reassign::{ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS};
 
 /// Most partitions one topic may be created or grown with in one request. Kafka's KRaft
 /// controller refuses excessively large single operations too; without a bound a client could

@@ -6,5 +6,6 @@ mod configs;
 mod controller;
 mod image;
 mod placement;
+mod reassign;
 mod state_machine;
 mod validation;

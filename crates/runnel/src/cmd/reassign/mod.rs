@@ -1,8 +1,9 @@
 //! `runnel reassign-partitions`: kafka-reassign-partitions.sh's `--generate`, `--execute`,
-//! `--verify` and `--list`, through AlterPartitionReassignments (API 45) and
+//! `--verify`, `--cancel` and `--list`, through AlterPartitionReassignments (API 45) and
 //! ListPartitionReassignments (API 46). A broker without those APIs gets one
 //! UNSUPPORTED_VERSION line and a non-zero exit.
 
+mod cancel;
 mod current;
 mod execute;
 mod generate;
@@ -29,6 +30,9 @@ pub struct ReassignArgs {
     /// Report the state of the reassignments of --reassignment-json-file.
     #[arg(long)]
     pub verify: bool,
+    /// Cancel the running reassignments of --reassignment-json-file.
+    #[arg(long)]
+    pub cancel: bool,
     /// List the running reassignments.
     #[arg(long)]
     pub list: bool,
@@ -68,6 +72,11 @@ pub enum Action {
         file: String,
         preserve_throttles: bool,
     },
+    /// `--cancel`: reassignment file, `--preserve-throttles`.
+    Cancel {
+        file: String,
+        preserve_throttles: bool,
+    },
     /// `--list`.
     List,
 }
@@ -79,6 +88,7 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
         (args.generate, "generate"),
         (args.execute, "execute"),
         (args.verify, "verify"),
+        (args.cancel, "cancel"),
         (args.list, "list"),
     ];
     let chosen: Vec<&str> = actions
@@ -87,7 +97,7 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
         .map(|(_, n)| *n)
         .collect();
     let [action] = chosen.as_slice() else {
-        bail!("Command must include exactly one action: --generate, --execute, --verify, --list");
+        bail!("Command must include exactly one action: --generate, --execute, --verify, --cancel, --list");
     };
     let options = [
         (
@@ -109,7 +119,7 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
             &["disable-rack-aware"],
         ),
         "execute" => (&["reassignment-json-file"], &["additional"]),
-        "verify" => (&["reassignment-json-file"], &["preserve-throttles"]),
+        "verify" | "cancel" => (&["reassignment-json-file"], &["preserve-throttles"]),
         _ => (&[], &[]),
     };
     for name in required {
@@ -138,6 +148,10 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
             file: file(),
             preserve_throttles: args.preserve_throttles,
         },
+        "cancel" => Action::Cancel {
+            file: file(),
+            preserve_throttles: args.preserve_throttles,
+        },
         _ => Action::List,
     })
 }
@@ -151,7 +165,9 @@ pub async fn run(args: ReassignArgs) -> Result<()> {
     // Read the input before connecting, so a bad path fails without network traffic.
     let input = match &action {
         Action::Generate { topics_file, .. } => read(topics_file)?,
-        Action::Execute { file, .. } | Action::Verify { file, .. } => read(file)?,
+        Action::Execute { file, .. }
+        | Action::Verify { file, .. }
+        | Action::Cancel { file, .. } => read(file)?,
         Action::List => String::new(),
     };
     let client = super::connect(&args.bootstrap_server).await?;
@@ -166,6 +182,9 @@ pub async fn run(args: ReassignArgs) -> Result<()> {
         Action::Verify {
             preserve_throttles, ..
         } => verify::verify(&admin, &input, preserve_throttles).await,
+        Action::Cancel {
+            preserve_throttles, ..
+        } => cancel::cancel(&admin, &input, preserve_throttles).await,
         Action::List => list::list(&admin).await,
     }
 }
@@ -228,6 +247,13 @@ mod tests {
                 preserve_throttles: false
             })
         );
+        assert_eq!(
+            parse(&["--cancel", "--reassignment-json-file", "r.json"]).ok(),
+            Some(Action::Cancel {
+                file: "r.json".into(),
+                preserve_throttles: false
+            })
+        );
         assert_eq!(parse(&["--list"]).ok(), Some(Action::List));
     }
 
@@ -235,11 +261,11 @@ mod tests {
     fn kafkas_validation_messages() {
         assert_eq!(
             message(parse(&[])),
-            "Command must include exactly one action: --generate, --execute, --verify, --list"
+            "Command must include exactly one action: --generate, --execute, --verify, --cancel, --list"
         );
         assert_eq!(
             message(parse(&["--execute", "--verify"])),
-            "Command must include exactly one action: --generate, --execute, --verify, --list"
+            "Command must include exactly one action: --generate, --execute, --verify, --cancel, --list"
         );
         assert_eq!(
             message(parse(&["--execute"])),

@@ -97,7 +97,7 @@ pub fn format_clearing(level: &str, noun: &str, items: &[String]) -> String {
     )
 }
 
-async fn clear_throttles(admin: &Admin, targets: &[(TopicPartition, Vec<i32>)]) -> Result<()> {
+pub async fn clear_throttles(admin: &Admin, targets: &[(TopicPartition, Vec<i32>)]) -> Result<()> {
     let mut brokers: BTreeSet<i32> = admin
         .describe_cluster()
         .await?
