@@ -417,7 +417,10 @@ fn elect(
             ctx.move_partition(
                 part,
                 PartitionState::Online,
-                format!("unclean election: leader {leader}, isr [{leader}]"),
+                format!(
+                    "unclean election: leader {leader}, isr [{leader}]; records acknowledged by the lost in-sync replicas {:?} may have been lost",
+                    p.isr
+                ),
             );
             part.last_failure = None;
             return Some(change(topic_id, p.partition, Some(leader), vec![leader]));

@@ -353,6 +353,58 @@ fn unclean_election_when_the_topic_allows_it() {
 }
 
 #[test]
+fn enabling_unclean_election_at_runtime_elects_a_leaderless_partition() {
+    let mut h = Harness::with_brokers(&[1, 2]);
+    let manual = CreateTopicRequest {
+        name: "d".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignment: vec![(0, vec![1, 2])],
+        configs: vec![],
+    };
+    let (_, recs) = h.controller.create_topics(&h.image, &[manual], false);
+    h.commit(recs);
+    // 2 leaves the ISR, then 1 (the last in-sync replica) dies; 2 comes back out of sync.
+    for (broker, fence) in [(2, true), (1, true), (2, false)] {
+        let recs = if fence {
+            h.controller.fence_broker(&h.image, broker)
+        } else {
+            h.controller.unfence_broker(&h.image, broker)
+        };
+        h.commit(recs);
+    }
+    let p = h.image.partition("d", 0).unwrap();
+    assert_eq!(
+        (p.leader, p.isr.clone()),
+        (-1, vec![1]),
+        "clean election impossible"
+    );
+    // The operator accepts possible data loss: the next commit elects 2.
+    let (result, recs) = h.controller.alter_configs(
+        &h.image,
+        &ConfigResource::Topic("d".into()),
+        &[(
+            "unclean.leader.election.enable".into(),
+            AlterConfigOp::Set,
+            Some("true".into()),
+        )],
+        true,
+        false,
+    );
+    assert!(result.is_ok(), "{result:?}");
+    h.commit(recs);
+    let p = h.image.partition("d", 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+    let events: Vec<String> = h.controller.events().map(|e| e.detail.clone()).collect();
+    assert!(
+        events
+            .iter()
+            .any(|d| d.contains("unclean election") && d.contains("may have been lost")),
+        "the state-change log says so: {events:?}"
+    );
+}
+
+#[test]
 fn brokers_and_producer_ids() {
     let mut h = Harness::with_brokers(&[1]);
     let e = h

@@ -8,6 +8,7 @@ mod epoch_cache;
 mod imbalance;
 mod leader_state;
 mod leader_state_props;
+mod sim;
 mod truncation;
 
 /// Proptest settings: `cases` cases, failing seeds saved in `regressions` (a path relative to

@@ -1,0 +1,489 @@
+//! The simulated cluster, its clock and its faults, and one seed's run.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use super::broker::{Broker, Role};
+use super::client::{Consumer, Producer};
+use super::controller::Controller;
+use super::net::{Cut, Envelope, Msg, Net, Rec, CLIENT, CONTROLLER, NODES};
+use super::rng::Rng;
+
+pub const TOPIC: &str = "sim";
+pub const BROKERS: [i32; 3] = [1, 2, 3];
+pub const MIN_INSYNC: i32 = 2;
+/// One tick of the logical clock, in the milliseconds the pure code sees.
+pub const TICK_MS: i64 = 10;
+/// The pure code's clock starts here (epoch milliseconds are large; `FollowerState` uses 0 as
+/// "never caught up").
+pub const T0_MS: i64 = 1_700_000_000_000;
+
+/// A deliberate bug, to prove the checks can fail (tests `sim_catches_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// The leader answers acks=all as soon as the batch is in its own log (acks=1).
+    AckAtLeo,
+    /// The controller may elect an out-of-sync replica.
+    UncleanElection,
+    /// Followers never truncate (no LastFetchedEpoch, no OffsetForLeaderEpoch).
+    SkipTruncation,
+    /// The consumer reads up to the leader's LEO instead of its HW.
+    ConsumerReadsLeo,
+}
+
+/// One seed's knobs, all drawn from the seed.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub seed: u64,
+    pub steps: u64,
+    pub settle_max: u64,
+    pub lag_ms: i64,
+    pub session_ticks: u64,
+    pub heartbeat_ticks: u64,
+    pub drop_per_10k: u64,
+    pub max_delay: u64,
+    pub crash_per_10k: u64,
+    pub cut_per_10k: u64,
+    pub produce_per_10k: u64,
+    /// Fetch v12+ DivergingEpoch (true) or OffsetForLeaderEpoch before fetching (false).
+    pub via_fetch: bool,
+    pub assignment: Vec<i32>,
+    pub mutation: Option<Mutation>,
+}
+
+impl Params {
+    pub fn draw(seed: u64, steps: u64, mutation: Option<Mutation>) -> Params {
+        let mut r = Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0xA5A5);
+        let mut assignment = BROKERS.to_vec();
+        for i in (1..assignment.len()).rev() {
+            let j = r.below(i as u64 + 1) as usize;
+            assignment.swap(i, j);
+        }
+        Params {
+            seed,
+            steps,
+            settle_max: 4_000,
+            lag_ms: r.pick(&[100, 200, 400, 800]),
+            session_ticks: r.pick(&[15, 30, 60, 120]),
+            heartbeat_ticks: 5,
+            drop_per_10k: r.pick(&[0, 50, 200, 500]),
+            max_delay: r.pick(&[1, 3, 6]),
+            crash_per_10k: r.pick(&[5, 15, 30]),
+            cut_per_10k: r.pick(&[5, 20, 50]),
+            produce_per_10k: r.pick(&[2_000, 5_000, 9_000]),
+            via_fetch: r.below(2) == 0,
+            assignment,
+            mutation,
+        }
+    }
+}
+
+/// What the trace remembers (formatted only when a seed fails).
+#[derive(Debug, Clone)]
+pub enum Ev {
+    Crash(i32),
+    Restart(i32),
+    CutLinks(Vec<(usize, usize)>, u64),
+    Heal(Vec<(usize, usize)>),
+    Registered { broker: i32, offset: i64 },
+    Fenced(i32),
+    Unfenced(i32),
+    Elected { leader: i32, leader_epoch: i32, isr: Vec<i32> },
+    Leaderless { isr: Vec<i32> },
+    IsrCommitted { isr: Vec<i32>, partition_epoch: i32 },
+    AlterRejected { broker: i32, new_isr: Vec<i32>, code: i16 },
+    BecomeLeader { broker: i32, epoch: i32, leo: i64, hw: i64, isr: Vec<i32> },
+    BecomeFollower { broker: i32, leader: i32, epoch: i32, leo: i64 },
+    Resign { broker: i32 },
+    Proposed { broker: i32, isr: Vec<i32>, partition_epoch: i32 },
+    AppliedIsr { broker: i32, isr: Vec<i32>, partition_epoch: i32, pending: Option<Vec<i32>>, via: &'static str },
+    Abandoned { broker: i32, code: i16 },
+    Truncated { broker: i32, from: i64, to: i64 },
+    Appended { broker: i32, base: i64, payloads: Vec<u64> },
+    Acked { broker: i32, epoch: i32, base: i64, payloads: Vec<u64> },
+    ProduceFailed { code: i16 },
+    HwAdvanced { broker: i32, epoch: i32, hw: i64 },
+    Settling,
+}
+
+pub struct Trace {
+    events: VecDeque<(u64, Ev)>,
+}
+
+impl Trace {
+    const KEEP: usize = 120;
+
+    pub fn push(&mut self, tick: u64, ev: Ev) {
+        if self.events.len() == Self::KEEP {
+            self.events.pop_front();
+        }
+        self.events.push_back((tick, ev));
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub seeds: u64,
+    pub ticks: u64,
+    pub acked: u64,
+    pub produce_attempts: u64,
+    pub produce_errors: BTreeMap<i16, u64>,
+    pub zombie_acks: u64,
+    pub consumer_reads: u64,
+    pub crashes: u64,
+    pub cuts: u64,
+    pub elections: u64,
+    pub leaderless: u64,
+    pub fenced: u64,
+    pub shrinks_committed: u64,
+    pub expands_committed: u64,
+    pub alter_rejected: BTreeMap<i16, u64>,
+    pub truncations: u64,
+    pub truncated_records: u64,
+    pub diverging_replies: u64,
+    pub messages: u64,
+    pub dropped: u64,
+    pub final_log_len: u64,
+}
+
+impl Stats {
+    pub fn add(&mut self, o: &Stats) {
+        self.seeds += o.seeds;
+        self.ticks += o.ticks;
+        self.acked += o.acked;
+        self.produce_attempts += o.produce_attempts;
+        for (k, v) in &o.produce_errors {
+            *self.produce_errors.entry(*k).or_default() += v;
+        }
+        self.zombie_acks += o.zombie_acks;
+        self.consumer_reads += o.consumer_reads;
+        self.crashes += o.crashes;
+        self.cuts += o.cuts;
+        self.elections += o.elections;
+        self.leaderless += o.leaderless;
+        self.fenced += o.fenced;
+        self.shrinks_committed += o.shrinks_committed;
+        self.expands_committed += o.expands_committed;
+        for (k, v) in &o.alter_rejected {
+            *self.alter_rejected.entry(*k).or_default() += v;
+        }
+        self.truncations += o.truncations;
+        self.truncated_records += o.truncated_records;
+        self.diverging_replies += o.diverging_replies;
+        self.messages += o.messages;
+        self.dropped += o.dropped;
+        self.final_log_len += o.final_log_len;
+    }
+}
+
+pub struct World {
+    pub p: Params,
+    pub rng: Rng,
+    pub tick: u64,
+    pub net: Net,
+    /// Index `i` is broker `i + 1` (= its node).
+    pub brokers: Vec<Broker>,
+    pub ctl: Controller,
+    pub producer: Producer,
+    pub consumer: Consumer,
+    /// Every record that was ever below some leader's HW, by offset: what no one may lose.
+    pub committed: Vec<Rec>,
+    /// Leader epoch -> (broker, incarnation, highest HW seen in that epoch).
+    pub epoch_leaders: BTreeMap<i32, (i32, u64, i64)>,
+    pub outbox: Vec<(usize, usize, Msg)>,
+    pub trace: Trace,
+    pub stats: Stats,
+    pub violation: Option<String>,
+    pub next_id: u64,
+    pub settling: bool,
+}
+
+impl World {
+    pub fn new(p: Params) -> World {
+        let rng = Rng::new(p.seed);
+        let net = Net::new(p.drop_per_10k, p.max_delay);
+        let ctl = Controller::new(&p.assignment);
+        let mut w = World {
+            rng,
+            tick: 0,
+            net,
+            brokers: BROKERS.iter().map(|&id| Broker::new(id)).collect(),
+            ctl,
+            producer: Producer::default(),
+            consumer: Consumer::default(),
+            committed: Vec::new(),
+            epoch_leaders: BTreeMap::new(),
+            outbox: Vec::new(),
+            trace: Trace {
+                events: VecDeque::new(),
+            },
+            stats: Stats {
+                seeds: 1,
+                ..Stats::default()
+            },
+            violation: None,
+            next_id: 1,
+            settling: false,
+            p,
+        };
+        // Every broker starts registered, unfenced and with the first image.
+        let image = w.ctl.image.clone();
+        for i in 0..w.brokers.len() {
+            w.brokers[i].reg_offset = Some(0);
+            w.apply_image(i, image.clone());
+        }
+        w.flush();
+        w
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        T0_MS + self.tick as i64 * TICK_MS
+    }
+
+    pub fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn ev(&mut self, ev: Ev) {
+        self.trace.push(self.tick, ev);
+    }
+
+    pub fn fail(&mut self, msg: String) {
+        if self.violation.is_none() {
+            self.violation = Some(msg);
+        }
+    }
+
+    pub fn send(&mut self, from: usize, to: usize, msg: Msg) {
+        self.outbox.push((from, to, msg));
+    }
+
+    /// Hands everything queued in the outbox to the network.
+    pub fn flush(&mut self) {
+        let now = self.tick;
+        for (from, to, msg) in std::mem::take(&mut self.outbox) {
+            self.net.send(&mut self.rng, now, from, to, msg);
+        }
+    }
+
+    fn deliver(&mut self, e: Envelope) {
+        if self.net.is_cut(e.from, e.to) {
+            self.net.dropped += 1;
+            return;
+        }
+        match e.to {
+            CONTROLLER => self.controller_on_msg(e.from, e.msg),
+            CLIENT => self.client_on_msg(e.from, e.msg),
+            node => {
+                let i = node - 1;
+                if self.brokers[i].alive {
+                    self.broker_on_msg(i, e.from, e.msg);
+                }
+            }
+        }
+        self.flush();
+    }
+
+    /// One tick: deliveries, timers, clients, faults, then the invariants.
+    pub fn step(&mut self) -> Result<(), String> {
+        self.tick += 1;
+        while let Some(e) = self.net.pop_due(self.tick) {
+            self.deliver(e);
+        }
+        for i in 0..self.brokers.len() {
+            if self.brokers[i].alive {
+                self.broker_timers(i);
+                self.flush();
+            }
+        }
+        self.controller_timers();
+        self.flush();
+        self.producer_tick();
+        self.flush();
+        if !self.settling {
+            self.faults();
+        }
+        self.check()?;
+        // The consumer reads after the check, so every read is below an HW already checked.
+        self.consumer_tick();
+        if let Some(v) = self.violation.take() {
+            return Err(v);
+        }
+        Ok(())
+    }
+
+    fn faults(&mut self) {
+        for i in 0..self.brokers.len() {
+            let b = &self.brokers[i];
+            if b.alive {
+                if self.rng.chance(self.p.crash_per_10k) {
+                    self.crash(i);
+                }
+            } else if self.tick >= b.restart_at {
+                self.restart(i);
+            }
+        }
+        let now = self.tick;
+        let (healed, kept): (Vec<Cut>, Vec<Cut>) =
+            self.net.cuts.drain(..).partition(|c| c.heal_at <= now);
+        self.net.cuts = kept;
+        for c in healed {
+            self.ev(Ev::Heal(c.links));
+        }
+        if self.rng.chance(self.p.cut_per_10k) {
+            let duration = self.rng.range(10, 300);
+            let links = match self.rng.below(4) {
+                // Isolate one node (the controller or a broker) from everyone.
+                0 | 1 => {
+                    let n = self.rng.range(0, 3) as usize;
+                    (0..NODES).filter(|&m| m != n).map(|m| (n, m)).collect()
+                }
+                // One broker from the controller only (a zombie leader, if it leads).
+                2 => vec![(self.rng.range(1, 3) as usize, CONTROLLER)],
+                // One link between two brokers.
+                _ => {
+                    let a = self.rng.range(1, 3) as usize;
+                    let b = 1 + (a + self.rng.range(0, 1) as usize) % 3;
+                    vec![(a, b)]
+                }
+            };
+            self.stats.cuts += 1;
+            self.ev(Ev::CutLinks(links.clone(), duration));
+            self.net.cuts.push(Cut {
+                heal_at: now + duration,
+                links,
+            });
+        }
+    }
+
+    pub fn crash(&mut self, i: usize) {
+        let downtime = self.rng.range(5, 200);
+        let now = self.tick;
+        let b = &mut self.brokers[i];
+        let failed = b.crash(now + downtime);
+        let id = b.id;
+        self.net.drop_to(b.node());
+        // Parked produces die with the process: the client times out.
+        drop(failed);
+        self.stats.crashes += 1;
+        self.ev(Ev::Crash(id));
+    }
+
+    pub fn restart(&mut self, i: usize) {
+        let now = self.tick;
+        self.brokers[i].restart(now);
+        let id = self.brokers[i].id;
+        self.ev(Ev::Restart(id));
+    }
+
+    fn settle_begin(&mut self) {
+        self.settling = true;
+        self.ev(Ev::Settling);
+        let healed: Vec<Cut> = self.net.cuts.drain(..).collect();
+        for c in healed {
+            self.ev(Ev::Heal(c.links));
+        }
+        self.net.drop_per_10k = 0;
+        for i in 0..self.brokers.len() {
+            if !self.brokers[i].alive {
+                self.restart(i);
+            }
+        }
+    }
+
+    pub fn run(&mut self) -> Result<(), String> {
+        for _ in 0..self.p.steps {
+            self.step()?;
+        }
+        self.settle_begin();
+        let mut settled = false;
+        for _ in 0..self.p.settle_max {
+            self.step()?;
+            if self.converged() {
+                settled = true;
+                break;
+            }
+        }
+        if !settled {
+            return Err(format!(
+                "liveness: the cluster did not converge within {} ticks after healing",
+                self.p.settle_max
+            ));
+        }
+        self.final_checks()?;
+        self.stats.ticks = self.tick;
+        self.stats.messages = self.net.sent;
+        self.stats.dropped = self.net.dropped;
+        Ok(())
+    }
+
+    pub fn report(&self, err: &str) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "\n=== replication simulation FAILED: seed {} at tick {} ===\n{err}\n",
+            self.p.seed, self.tick
+        );
+        let _ = writeln!(s, "params: {:?}", self.p);
+        let _ = writeln!(
+            s,
+            "reproduce: SIM_SEED={} cargo test -p runnel-metadata --test replication sim",
+            self.p.seed
+        );
+        let _ = writeln!(s, "\nlast events (tick: event):");
+        for (t, e) in &self.trace.events {
+            let _ = writeln!(s, "  {t:>6}: {e:?}");
+        }
+        let _ = writeln!(s, "\ncontroller: {:?}", self.ctl.partition());
+        for b in &self.brokers {
+            let fenced = self.ctl.image.brokers.get(&b.id).map(|r| r.fenced);
+            let role = match &b.role {
+                Role::None => "none".to_string(),
+                Role::Leader(c) => format!(
+                    "leader epoch {} isr {:?} pending {:?} pe {} hw {}",
+                    c.ls.leader_epoch(),
+                    c.ls.isr(),
+                    c.ls.pending_isr(),
+                    c.ls.partition_epoch(),
+                    c.ls.high_watermark()
+                ),
+                Role::Follower(f) => format!(
+                    "follower of {} epoch {} truncating {}",
+                    f.leader, f.epoch, f.truncating
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "broker {}: alive {} fenced {:?} leo {} hw {} cache {:?} role {role}",
+                b.id,
+                b.alive,
+                fenced,
+                b.leo(),
+                b.hw,
+                b.cache.entries()
+            );
+        }
+        let _ = writeln!(s, "committed length {}", self.committed.len());
+        s
+    }
+}
+
+/// Runs one seed; `Err` carries the full failure report.
+pub fn run_seed(p: Params) -> Result<Stats, String> {
+    let mut w = World::new(p);
+    let outcome = catch_unwind(AssertUnwindSafe(|| w.run()));
+    match outcome {
+        Ok(Ok(())) => Ok(w.stats.clone()),
+        Ok(Err(e)) => Err(w.report(&e)),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(w.report(&format!("panicked: {msg}")))
+        }
+    }
+}
