@@ -22,6 +22,9 @@ pub struct Role {
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
     pub replicas: Vec<i32>,
+    /// The replicas whose brokers are registered and unfenced: only these may hold the HW back
+    /// without being in the ISR (spec E.3).
+    pub live_replicas: Vec<i32>,
     /// The partition epoch of the image this role comes from (AlterPartition must match it).
     pub partition_epoch: i32,
     pub config: Arc<EffectiveTopicConfig>,
@@ -34,6 +37,8 @@ pub struct Partition {
     pub log: SharedLog,
     /// This broker's id: the leader's own LEO counts for the high watermark.
     node_id: i32,
+    /// `replica.lag.time.max.ms`: how long a follower counts as caught up (spec E.2, E.3).
+    lag_max_ms: i64,
     /// Leader side: each follower's log end offset, as its last fetch position said (E.2).
     followers: Mutex<std::collections::HashMap<i32, i64>>,
     /// Leader side: when each follower last fetched up to the leader's LEO (E.2).
@@ -89,6 +94,7 @@ impl Partition {
         log: SharedLog,
         role: Role,
         node_id: i32,
+        lag_max_ms: i64,
     ) -> Self {
         let flushed_to = log.lock().recovery_point();
         let producers = rebuild_producer_state(&log.lock());
@@ -98,6 +104,7 @@ impl Partition {
             topic_id,
             log,
             node_id,
+            lag_max_ms,
             followers: Mutex::new(std::collections::HashMap::new()),
             caught_up_ms: Mutex::new(std::collections::HashMap::new()),
             pending_isr: Mutex::new(None),
@@ -229,7 +236,9 @@ impl Partition {
         self.advance_high_watermark(&role, &mut log)
     }
 
-    /// E.2 expansion: a follower outside the ISR whose position reached the HW rejoins.
+    /// E.2 expansion: a follower outside the ISR whose position reached the HW and the start
+    /// of the leader's current epoch rejoins (the second condition means it has truncated to
+    /// and replicated this leader's log, not just an old one of equal length).
     pub fn isr_expansion(&self, replica: i32) -> Option<Vec<i32>> {
         let role = self.role();
         if role.leader != self.node_id
@@ -239,8 +248,18 @@ impl Partition {
             return None;
         }
         let position = self.followers.lock().get(&replica).copied()?;
-        let hw = self.log.lock().high_watermark();
-        (position >= hw).then(|| {
+        let (hw, epoch_start) = {
+            let log = self.log.lock();
+            let epoch_start = log
+                .epoch_entries()
+                .iter()
+                .find(|(epoch, _)| *epoch == role.leader_epoch)
+                .map(|(_, start)| *start)
+                // Nothing written in this epoch yet: it starts at the LEO.
+                .unwrap_or_else(|| log.log_end_offset());
+            (log.high_watermark(), epoch_start)
+        };
+        (position >= hw && position >= epoch_start).then(|| {
             let mut isr = role.isr.clone();
             isr.push(replica);
             isr
@@ -329,16 +348,29 @@ impl Partition {
         self.advance_high_watermark(&role, &mut log)
     }
 
-    /// HW = the smallest LEO among the maximal ISR (the leader's own included), never moving
-    /// back (spec E.3). Followers not heard from yet count as 0.
+    /// HW = the smallest LEO among the maximal ISR and the live followers that caught up within
+    /// `replica.lag.time.max.ms` (the leader's own included), never moving back (spec E.3).
+    /// Counting caught-up followers outside the ISR keeps the HW from running ahead of a
+    /// follower that is about to rejoin. ISR followers not heard from yet count as 0.
     fn advance_high_watermark(&self, role: &Role, log: &mut runnel_log::PartitionLog) -> bool {
         if role.leader != self.node_id {
             return false;
         }
         let leo = log.log_end_offset();
-        let isr = self.maximal_isr(role);
+        let mut holders = self.maximal_isr(role);
+        let now = now_ms();
+        {
+            let caught_up = self.caught_up_ms.lock();
+            holders.extend(role.replicas.iter().copied().filter(|r| {
+                !role.isr.contains(r)
+                    && role.live_replicas.contains(r)
+                    && caught_up
+                        .get(r)
+                        .is_some_and(|at| now - *at <= self.lag_max_ms)
+            }));
+        }
         let followers = self.followers.lock();
-        let hw = isr
+        let hw = holders
             .iter()
             .filter(|r| **r != self.node_id)
             .map(|r| followers.get(r).copied().unwrap_or(0).min(leo))
@@ -528,3 +560,7 @@ fn record_producers(
         offset += h.last_offset_delta as i64 + 1;
     }
 }
+
+#[cfg(test)]
+#[path = "partition_tests.rs"]
+mod tests;

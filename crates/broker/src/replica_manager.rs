@@ -21,11 +21,19 @@ pub struct ReplicaManager {
     pub appended: Notify,
     /// Whether the metadata image has caught up with the log, so stray logs may be deleted.
     caught_up: std::sync::atomic::AtomicBool,
+    /// `replica.lag.time.max.ms`, for the partitions' caught-up rule.
+    replica_lag_max_ms: i64,
 }
 
 impl ReplicaManager {
-    pub fn new(node_id: i32, logs: LogManager, defaults: BrokerDefaults) -> Self {
+    pub fn new(
+        node_id: i32,
+        logs: LogManager,
+        defaults: BrokerDefaults,
+        replica_lag_max_ms: i64,
+    ) -> Self {
         ReplicaManager {
+            replica_lag_max_ms,
             node_id,
             logs,
             defaults,
@@ -73,6 +81,12 @@ impl ReplicaManager {
                     leader_epoch: p.leader_epoch,
                     isr: p.isr.clone(),
                     replicas: p.replicas.clone(),
+                    live_replicas: p
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| image.brokers.get(r).is_some_and(|b| !b.fenced))
+                        .collect(),
                     partition_epoch: p.partition_epoch,
                     config: config.clone(),
                 };
@@ -94,6 +108,7 @@ impl ReplicaManager {
                             log,
                             role,
                             self.node_id,
+                            self.replica_lag_max_ms,
                         )),
                         Err(e) => {
                             tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");

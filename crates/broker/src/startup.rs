@@ -267,7 +267,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let defaults = BrokerDefaults::new(config.props.clone());
     let default_log_config = log_config(&effective_topic_config(&BTreeMap::new(), &defaults));
     let logs = LogManager::open(data_dir.clone(), default_log_config)?;
-    let replicas = Arc::new(ReplicaManager::new(config.node_id, logs, defaults.clone()));
+    let replicas = Arc::new(ReplicaManager::new(
+        config.node_id,
+        logs,
+        defaults.clone(),
+        config.get_i64("replica.lag.time.max.ms", 30_000).max(1),
+    ));
 
     let placement = match config.str("replica.placement.policy") {
         "kafka" => PlacementPolicy::Kafka,

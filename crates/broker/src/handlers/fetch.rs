@@ -91,20 +91,15 @@ fn read_once(
                 continue;
             }
             if follower {
-                // The fetch position is the follower's LEO: it may move the HW (spec E.3).
-                if partition.record_follower_fetch(replica_id, fp.fetch_offset) {
-                    broker.replicas.appended.notify_waiters();
-                }
-                if let Some(isr) = partition.isr_expansion(replica_id) {
-                    crate::isr::propose(broker.controller.clone(), partition.clone(), isr);
-                }
                 if version >= 12 && fp.last_fetched_epoch >= 0 {
                     let (epoch, end) = partition
                         .log
                         .lock()
                         .end_offset_for_epoch(fp.last_fetched_epoch);
                     if epoch >= 0 && (epoch != fp.last_fetched_epoch || end < fp.fetch_offset) {
-                        // The follower's log diverged from ours: tell it where to truncate (KIP-595 style).
+                        // The follower's log diverged from ours: tell it where to truncate
+                        // (KIP-595 style). Its fetch position is not a position in *our* log,
+                        // so it neither moves the HW nor earns an ISR place (as in Kafka).
                         let log = partition.log.lock();
                         partitions.push(
                             PartitionData::default()
@@ -122,6 +117,22 @@ fn read_once(
                         );
                         errors = true;
                         continue;
+                    }
+                }
+                let in_log = {
+                    let log = partition.log.lock();
+                    fp.fetch_offset >= log.log_start_offset()
+                        && fp.fetch_offset <= log.log_end_offset()
+                };
+                // The fetch position is the follower's LEO: it may move the HW (spec E.3). A
+                // position outside our log is answered OFFSET_OUT_OF_RANGE below and counts
+                // for nothing.
+                if in_log {
+                    if partition.record_follower_fetch(replica_id, fp.fetch_offset) {
+                        broker.replicas.appended.notify_waiters();
+                    }
+                    if let Some(isr) = partition.isr_expansion(replica_id) {
+                        crate::isr::propose(broker.controller.clone(), partition.clone(), isr);
                     }
                 }
             }

@@ -1,0 +1,168 @@
+//! The leader's HW and ISR-expansion rules (spec E.2, E.3) on a real log: the maximal ISR,
+//! caught-up followers outside the ISR, and the epoch-start condition of expansion.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use runnel_log::LogManager;
+use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
+
+use super::{log_config, Partition, Role};
+
+const LAG_MAX_MS: i64 = 30_000;
+
+fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
+    Role {
+        leader: 1,
+        leader_epoch,
+        isr: isr.to_vec(),
+        replicas: vec![1, 2, 3],
+        live_replicas: live.to_vec(),
+        partition_epoch: leader_epoch,
+        config: Arc::new(effective_topic_config(
+            &Default::default(),
+            &BrokerDefaults::default(),
+        )),
+    }
+}
+
+/// A leader for `t-0` on broker 1 with replicas [1, 2, 3].
+fn leader(dir: &std::path::Path, role: Role) -> Partition {
+    let logs = LogManager::open(dir.to_path_buf(), log_config(&role.config)).unwrap();
+    let log = logs
+        .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&role.config))
+        .unwrap();
+    Partition::new(
+        "t".into(),
+        0,
+        uuid::Uuid::from_u128(7),
+        log,
+        role,
+        1,
+        LAG_MAX_MS,
+    )
+}
+
+fn append(p: &Partition, n: usize) {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: crate::clock::now_ms(),
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    p.append_as_leader(&buf, 1, 1).unwrap();
+}
+
+fn hw(p: &Partition) -> i64 {
+    p.log.lock().high_watermark()
+}
+
+#[test]
+fn hw_is_the_smallest_leo_in_the_isr() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 10);
+    assert_eq!(hw(&p), 0, "follower 2 has nothing yet");
+    p.record_follower_fetch(2, 6);
+    assert_eq!(hw(&p), 6);
+    p.record_follower_fetch(2, 10);
+    assert_eq!(hw(&p), 10);
+}
+
+#[test]
+fn a_pending_expansion_holds_the_hw_at_the_joining_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 10);
+    p.record_follower_fetch(3, 4);
+    p.record_follower_fetch(2, 10);
+    assert_eq!(hw(&p), 10, "3 is neither in the ISR nor caught up");
+    // 3 is being added (as if it had reached the HW): until the controller answers, the HW
+    // must not run ahead of it, or it could join the ISR without records consumers read.
+    let request = p
+        .begin_isr_change(vec![1, 2, 3])
+        .expect("no change in flight");
+    assert_eq!(request.new_isr, vec![1, 2, 3]);
+    append(&p, 5);
+    p.record_follower_fetch(2, 15);
+    assert_eq!(
+        hw(&p),
+        10,
+        "held by the joining follower at 4 (and never moves back)"
+    );
+    p.record_follower_fetch(3, 12);
+    assert_eq!(hw(&p), 12);
+    assert!(
+        p.begin_isr_change(vec![1, 2]).is_none(),
+        "one change in flight at a time"
+    );
+    // The image with the new ISR arrives: the pending change is done.
+    p.set_role(Role {
+        partition_epoch: 1,
+        isr: vec![1, 2, 3],
+        ..role(0, &[1, 2, 3], &[1, 2, 3])
+    });
+    assert!(p.begin_isr_change(vec![1, 2]).is_some());
+}
+
+#[test]
+fn a_caught_up_live_follower_outside_the_isr_holds_the_hw() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 10);
+    p.record_follower_fetch(3, 10); // caught up with the LEO: about to rejoin
+    append(&p, 5);
+    p.record_follower_fetch(2, 15);
+    assert_eq!(hw(&p), 10, "3 caught up a moment ago and holds the HW");
+    // Once its broker is fenced it no longer counts.
+    p.set_role(role(0, &[1, 2], &[1, 2]));
+    assert!(p.refresh_high_watermark());
+    assert_eq!(hw(&p), 15);
+}
+
+#[test]
+fn expansion_needs_the_hw_and_the_current_epochs_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 10);
+    p.record_follower_fetch(2, 5);
+    assert_eq!(hw(&p), 5);
+    // A new leader epoch starts at offset 10 (nothing written in it yet).
+    p.set_role(Role {
+        partition_epoch: 1,
+        ..role(1, &[1, 2], &[1, 2, 3])
+    });
+    p.record_follower_fetch(3, 7);
+    assert_eq!(
+        p.isr_expansion(3),
+        None,
+        "position 7 >= HW 5 but before the epoch start 10"
+    );
+    p.record_follower_fetch(3, 10);
+    assert_eq!(p.isr_expansion(3), Some(vec![1, 2, 3]));
+    assert_eq!(p.isr_expansion(2), None, "already in the ISR");
+}
