@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from clients import (OP_TIMEOUT, ck_conf, ck_produce, create_topic, kcat, kp_kwargs,
                      unique_topic)
-from harness import wait_until
+from harness import RUNNEL_BIN, wait_until
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -299,5 +299,16 @@ def test_kip848_consumer_protocol_members_share_partitions_and_commit(fast_broke
         committed = c.committed([TopicPartition(topic, p) for p in sorted(tp.partition for tp in c.assignment())],
                                 timeout=OP_TIMEOUT)
         assert all(tp.offset > 0 for tp in committed), committed
+        # `runnel groups` describes consumer-protocol groups through ConsumerGroupDescribe:
+        # both members with two partitions each, and the server-side assignor.
+        out = subprocess.run([RUNNEL_BIN, "groups", "--bootstrap-server", bs, "--describe",
+                              "--group", group, "--members"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        rows = [line.split() for line in out.splitlines() if line.startswith(group)]
+        assert sorted(int(r[-1]) for r in rows) == [2, 2], out
+        state = subprocess.run([RUNNEL_BIN, "groups", "--bootstrap-server", bs, "--describe",
+                                "--group", group, "--state"],
+                               capture_output=True, text=True, timeout=60, check=True).stdout
+        assert "Stable" in state and "uniform" in state, state
     finally:
         members.close()

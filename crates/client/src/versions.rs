@@ -41,6 +41,8 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::DescribeGroups => (0, 5),
         ApiKey::DeleteGroups => (0, 2),
         ApiKey::OffsetDelete => (0, 0),
+        // KIP-848: describing consumer-protocol groups (members, epochs, assignments).
+        ApiKey::ConsumerGroupDescribe => (0, 0),
         // Replication administration (kafka-leader-election.sh, kafka-reassign-partitions.sh).
         // ElectLeaders v0 has no election type (preferred only).
         ApiKey::ElectLeaders => (0, 2),

@@ -1,10 +1,13 @@
 //! Consumer group administration (what kafka-consumer-groups.sh uses): ListGroups from every
 //! broker (each knows only the groups it coordinates), DescribeGroups and DeleteGroups at
 //! each group's coordinator. Member assignments of "consumer" groups are decoded into
-//! topic-partitions.
+//! topic-partitions. Groups of the KIP-848 consumer protocol are described with
+//! ConsumerGroupDescribe first (as Kafka's admin client does), falling back to DescribeGroups
+//! for classic groups and brokers without the API.
 
 use kafka_protocol::messages::{
-    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DeleteGroupsRequest,
+    DescribeGroupsRequest, GroupId, ListGroupsRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -13,6 +16,22 @@ use crate::error::{ClientError, Result};
 use crate::group::coordinator::{find, send_to_coordinator, with_group, CoordinatorInfo};
 use crate::group::protocol::{decode_assignment, decode_subscription, PROTOCOL_TYPE};
 use crate::group::TopicPartition;
+
+/// Kafka's GROUP_ID_NOT_FOUND: ConsumerGroupDescribe's answer for a classic group.
+const GROUP_ID_NOT_FOUND: i16 = 69;
+
+/// Kafka's `ConsumerGroupState` names as its tools print them (the wire carries lower case,
+/// e.g. "stable", "reconciling").
+fn consumer_group_state(wire: &str) -> String {
+    match wire.to_ascii_lowercase().as_str() {
+        "empty" => "Empty".into(),
+        "assigning" => "Assigning".into(),
+        "reconciling" => "Reconciling".into(),
+        "stable" => "Stable".into(),
+        "dead" => "Dead".into(),
+        _ => wire.to_string(),
+    }
+}
 
 /// One group in a ListGroups answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +153,81 @@ impl Admin {
     }
 
     async fn describe_group(&self, group: &str) -> Result<GroupDescription> {
+        if let Some(described) = self.describe_consumer_protocol_group(group).await? {
+            return Ok(described);
+        }
+        self.describe_classic_group(group).await
+    }
+
+    /// ConsumerGroupDescribe; `None` when the group is not a consumer-protocol group
+    /// (GROUP_ID_NOT_FOUND) or the coordinator does not speak the API (UNSUPPORTED_VERSION).
+    async fn describe_consumer_protocol_group(
+        &self,
+        group: &str,
+    ) -> Result<Option<GroupDescription>> {
+        let sent = send_to_coordinator(
+            &self.client,
+            group,
+            |_| {
+                Ok(ConsumerGroupDescribeRequest::default()
+                    .with_group_ids(vec![GroupId(StrBytes::from_string(group.to_owned()))]))
+            },
+            |resp: &ConsumerGroupDescribeResponse| resp.groups.first().map_or(0, |g| g.error_code),
+        )
+        .await;
+        let resp = match sent {
+            Ok((_, resp)) => resp,
+            Err(ClientError::Kafka { code: 35, .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(g) = resp.groups.into_iter().next() else {
+            return Ok(None);
+        };
+        if g.error_code == GROUP_ID_NOT_FOUND {
+            return Ok(None);
+        }
+        ClientError::check(g.error_code, g.error_message.as_deref())
+            .map_err(|e| with_group(e, group))?;
+        let members = g
+            .members
+            .into_iter()
+            .map(|m| {
+                let mut assignment: Vec<TopicPartition> = m
+                    .assignment
+                    .topic_partitions
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(move |p| TopicPartition::new(t.topic_name.0.to_string(), *p))
+                    })
+                    .collect();
+                assignment.sort();
+                GroupMemberDescription {
+                    member_id: m.member_id.to_string(),
+                    group_instance_id: m.instance_id.map(|i| i.to_string()),
+                    client_id: m.client_id.to_string(),
+                    client_host: m.client_host.to_string(),
+                    subscription: m
+                        .subscribed_topic_names
+                        .iter()
+                        .map(|t| t.0.to_string())
+                        .collect(),
+                    assignment,
+                }
+            })
+            .collect();
+        Ok(Some(GroupDescription {
+            group_id: g.group_id.0.to_string(),
+            state: consumer_group_state(&g.group_state),
+            protocol_type: PROTOCOL_TYPE.to_string(),
+            protocol: g.assignor_name.to_string(),
+            members,
+            coordinator: find(&self.client, group).await?,
+        }))
+    }
+
+    async fn describe_classic_group(&self, group: &str) -> Result<GroupDescription> {
         let (_, resp) = send_to_coordinator(
             &self.client,
             group,
