@@ -72,6 +72,19 @@ impl FetchError {
     }
 }
 
+/// What the leader does after the controller refused its ISR change
+/// ([`LeaderPartitionState::on_alter_partition_error`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterPartitionFailure {
+    /// The change was not applied and never will be: it is forgotten, the next check may
+    /// propose again.
+    Dropped,
+    /// Still pending: the next committed ISR from the metadata image settles it.
+    AwaitMetadata,
+    /// Still pending: send the same request again.
+    Retry,
+}
+
 /// What a follower fetch changed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FetchOutcome {
@@ -284,9 +297,18 @@ impl LeaderPartitionState {
     }
 
     /// The controller committed `isr` at `partition_epoch` (the AlterPartition response, or a
-    /// PartitionChange seen in the metadata image). Whatever was pending is settled by it.
-    /// A change older than the one already applied is ignored (`None`). Otherwise the HW is
-    /// re-evaluated, since removed members no longer hold it back: `Some(hw_changed)`.
+    /// PartitionChange seen in the metadata image). A change older than the one already
+    /// applied is ignored (`None`). Otherwise the HW is re-evaluated, since removed members no
+    /// longer hold it back: `Some(hw_changed)`.
+    ///
+    /// A newer partition epoch settles whatever was pending: the pending change was proposed
+    /// against an older epoch, so either this is it, or it was rejected, or its effect is
+    /// already part of this state. The *same* epoch again brings nothing new, so it settles
+    /// a pending change only if it is that change (the controller found nothing to change).
+    /// Otherwise the pending change may have been proposed *after* this state was learned
+    /// (the AlterPartition answer came before the image with the same epoch) and may be
+    /// committed right now: forgetting it would let the HW pass a follower the controller
+    /// is about to put in the ISR, which a later election could pick.
     pub fn apply_committed_isr(
         &mut self,
         isr: Vec<i32>,
@@ -296,16 +318,56 @@ impl LeaderPartitionState {
         if partition_epoch < self.partition_epoch {
             return None;
         }
+        let settles = partition_epoch > self.partition_epoch
+            || self.pending_isr.as_ref().is_some_and(|p| *p == isr);
+        if settles {
+            self.pending_isr = None;
+        }
         self.isr = isr;
         self.partition_epoch = partition_epoch;
-        self.pending_isr = None;
         Some(self.maybe_advance_hw(now_ms))
     }
 
-    /// The controller rejected the pending change for good (e.g. 95 INVALID_UPDATE_VERSION:
-    /// the image will bring the current ISR). Forget it so the next check can propose again.
+    /// Forgets the pending change so the next check can propose again. Only safe when the
+    /// controller said the change was not applied and never will be (107
+    /// INELIGIBLE_REPLICA); for any other refusal use [`Self::on_alter_partition_error`].
     pub fn abandon_pending_isr(&mut self) {
         self.pending_isr = None;
+    }
+
+    /// The controller refused the pending change with `code` (Kafka's
+    /// `Partition.handleAlterPartitionError`). A refusal does not prove that the change was
+    /// not committed: an earlier attempt of the same request (whose answer was lost) may
+    /// have been, and only the metadata image tells. So the change stays pending (and keeps
+    /// holding the HW back) until [`Self::apply_committed_isr`] brings a newer partition epoch,
+    /// except:
+    ///
+    /// * 107 INELIGIBLE_REPLICA: the controller checked this very request against its current
+    ///   partition epoch (the epoch checks come first) and refused it, so no attempt was
+    ///   applied: forgotten ([`AlterPartitionFailure::Dropped`]);
+    /// * 95 INVALID_UPDATE_VERSION, 74 FENCED_LEADER_EPOCH, 42 INVALID_REQUEST (not the
+    ///   leader), 3 UNKNOWN_TOPIC_OR_PARTITION: the image is newer than this state and will
+    ///   settle it ([`AlterPartitionFailure::AwaitMetadata`]);
+    /// * anything else (41 NOT_CONTROLLER, a timeout): send the same request again
+    ///   ([`AlterPartitionFailure::Retry`]).
+    ///
+    /// `code` must answer the *latest* attempt of the pending change, with the answers to
+    /// earlier attempts already in (one connection, in order) or lost. A 107 that answers an
+    /// earlier attempt only arrives late: it says nothing about a later attempt, which the
+    /// controller may have accepted once the broker became eligible. (The simulation in
+    /// `tests/replication/sim.rs` finds exactly that history when the shell skips this rule.)
+    pub fn on_alter_partition_error(&mut self, code: i16) -> AlterPartitionFailure {
+        match code {
+            codes::INELIGIBLE_REPLICA => {
+                self.pending_isr = None;
+                AlterPartitionFailure::Dropped
+            }
+            codes::INVALID_UPDATE_VERSION
+            | codes::FENCED_LEADER_EPOCH
+            | codes::INVALID_REQUEST
+            | codes::UNKNOWN_TOPIC_OR_PARTITION => AlterPartitionFailure::AwaitMetadata,
+            _ => AlterPartitionFailure::Retry,
+        }
     }
 
     /// E.3: the minimum LEO over the leader, every maximal-ISR follower, and every eligible

@@ -45,7 +45,8 @@ pub use imbalance::{
     auto_rebalance, imbalance_by_broker, BrokerImbalance, PartitionLeadership, RebalancePlan,
 };
 pub use leader_state::{
-    BecomeLeader, FetchError, FetchOutcome, LeaderConfig, LeaderPartitionState,
+    AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome, LeaderConfig,
+    LeaderPartitionState,
 };
 pub use truncation::{diverging_epoch, truncation_point, TruncationState};
 

@@ -343,3 +343,129 @@ fn leader_epoch_fencing() {
     assert_eq!(check_leader_epoch(4, 5), Err(74));
     assert_eq!(check_leader_epoch(6, 5), Err(75));
 }
+
+// ---- regressions found by the replication simulation (tests/replication/sim.rs) --------
+
+/// Follower 3 catches up with leader 1 (ISR [1, 2], HW 10) and the expansion to [1, 2, 3] is
+/// proposed against partition epoch 7. Returns the state with that change pending.
+fn with_expansion_pending() -> LeaderPartitionState {
+    let mut s = leader(10, 10, &[1, 2], 1);
+    fetch(&mut s, 2, 10, T0);
+    let out = fetch(&mut s, 3, 10, T0 + 1);
+    assert_eq!(out.isr_expand, Some(vec![1, 2, 3]));
+    s
+}
+
+/// 3 goes silent for longer than the lag time while 1 and 2 move on to 20: a pending
+/// expansion must keep holding the HW at 3's position.
+fn three_falls_behind(s: &mut LeaderPartitionState) {
+    let later = T0 + 2 * LAG;
+    s.on_leader_append(20, later);
+    fetch(s, 2, 20, later + 1);
+    assert!(!s.follower(3).unwrap().is_caught_up(20, later + 1, LAG));
+}
+
+/// Found by the simulation: the AlterPartition answer for one change (epoch 8) arrived before
+/// the image with that epoch; the leader proposed the next change (adding 3) in between,
+/// and the controller committed it (epoch 9). The image at epoch 8 used to settle that next
+/// change too, so the HW passed follower 3 while the controller had it in the ISR: had 1 and
+/// 2 failed then, 3 would have been elected without acknowledged records.
+#[test]
+fn an_image_with_the_same_epoch_keeps_a_change_proposed_after_the_answer() {
+    let mut s = leader(10, 10, &[1, 2, 3], 1);
+    fetch(&mut s, 2, 10, T0 + LAG);
+    assert_eq!(s.maybe_shrink_isr(T0 + LAG + 1), Some(vec![1, 2]));
+    // The AlterPartition answer: [1, 2] at epoch 8.
+    assert_eq!(
+        s.apply_committed_isr(vec![1, 2], 8, T0 + LAG + 2),
+        Some(false)
+    );
+    // 3 catches up again: the next change, against epoch 8.
+    let out = fetch(&mut s, 3, 10, T0 + LAG + 3);
+    assert_eq!(out.isr_expand, Some(vec![1, 2, 3]));
+    // The image with epoch 8 arrives: nothing new, the expansion stays pending.
+    assert_eq!(
+        s.apply_committed_isr(vec![1, 2], 8, T0 + LAG + 4),
+        Some(false)
+    );
+    assert_eq!(s.pending_isr(), Some(&[1, 2, 3][..]));
+    assert_eq!(
+        s.maybe_shrink_isr(T0 + LAG + 5),
+        None,
+        "still one change in flight"
+    );
+
+    let later = T0 + 3 * LAG;
+    s.on_leader_append(20, later);
+    fetch(&mut s, 2, 20, later + 1);
+    assert_eq!(s.high_watermark(), 10, "3 (being added) holds the HW");
+    // The image with the expansion (epoch 9) settles it.
+    assert_eq!(
+        s.apply_committed_isr(vec![1, 2, 3], 9, later + 2),
+        Some(false)
+    );
+    assert_eq!(s.pending_isr(), None);
+    assert_eq!(s.isr(), &[1, 2, 3]);
+}
+
+/// The same epoch again with exactly the pending ISR settles it (the controller's answer
+/// to a change that was already in place: `changed: false`).
+#[test]
+fn the_same_epoch_settles_a_change_that_is_already_in_place() {
+    let mut s = with_expansion_pending();
+    assert_eq!(s.apply_committed_isr(vec![1, 2, 3], 7, T0 + 2), Some(false));
+    assert_eq!(s.pending_isr(), None);
+    assert_eq!(s.partition_epoch(), 7);
+}
+
+/// Found by the simulation: the first attempt of an expansion was committed (epoch 8) but its
+/// answer was lost; the retry was refused with 95 INVALID_UPDATE_VERSION. Forgetting the
+/// change then (as `abandon_pending_isr` was documented for 95) let the HW pass follower 3,
+/// which the controller had in the ISR.
+#[test]
+fn a_refused_attempt_keeps_the_change_pending_until_the_image_settles_it() {
+    for code in [95, 74, 42, 3] {
+        let mut s = with_expansion_pending();
+        assert_eq!(
+            s.on_alter_partition_error(code),
+            AlterPartitionFailure::AwaitMetadata,
+            "{code}"
+        );
+        assert_eq!(s.pending_isr(), Some(&[1, 2, 3][..]), "{code}");
+        three_falls_behind(&mut s);
+        assert_eq!(
+            s.high_watermark(),
+            10,
+            "{code}: 3 may be in the ISR already"
+        );
+        assert_eq!(s.maybe_shrink_isr(T0 + 3 * LAG), None, "{code}");
+        // The image shows the first attempt committed.
+        assert_eq!(
+            s.apply_committed_isr(vec![1, 2, 3], 8, T0 + 3 * LAG),
+            Some(false)
+        );
+        assert_eq!(s.pending_isr(), None, "{code}");
+    }
+}
+
+#[test]
+fn alter_partition_errors_that_retry_or_drop() {
+    for code in [41, 7, 0] {
+        let mut s = with_expansion_pending();
+        assert_eq!(
+            s.on_alter_partition_error(code),
+            AlterPartitionFailure::Retry
+        );
+        assert_eq!(s.pending_isr(), Some(&[1, 2, 3][..]));
+    }
+    // 107: this very request was checked against the current epoch and refused, so no
+    // attempt was applied; the HW is free to move past 3 and a new proposal may follow.
+    let mut s = with_expansion_pending();
+    assert_eq!(
+        s.on_alter_partition_error(107),
+        AlterPartitionFailure::Dropped
+    );
+    assert_eq!(s.pending_isr(), None);
+    three_falls_behind(&mut s);
+    assert_eq!(s.high_watermark(), 20);
+}

@@ -13,10 +13,20 @@
 //! 4. a leader's HW never goes back within its leader epoch (and an epoch has one leader);
 //! 5. the controller elects only live in-sync replicas.
 //!
-//! Each seed draws its own knobs (lag time, session timeout, loss, delays, crash and
-//! partition rates, DivergingEpoch or OffsetForLeaderEpoch truncation, assignment order).
+//! Faults: crashes (the log and epoch cache survive, everything else is lost; a restarted
+//! broker registers fenced, follows and truncates before fetching), controlled shutdowns,
+//! preferred-leader elections, dropped, delayed and reordered-by-channel messages, and
+//! partitions that isolate a broker, the controller, or one link (a leader cut off from the
+//! controller only keeps serving as a zombie). Each seed draws its own knobs (lag time,
+//! session timeout, loss, delays, metadata lag, crash, shutdown and partition rates,
+//! DivergingEpoch or OffsetForLeaderEpoch truncation, assignment order). After the faults,
+//! the network heals and the run must converge: one leader, everyone in sync, equal logs.
+//!
+//! The `sim_catches_*` tests run the same simulation with a deliberate bug (acks=all
+//! answered at the LEO, unclean elections, no truncation, a consumer reading past the HW, a
+//! leader forgetting its HW) and require the checks to fail.
 //! `SIM_SEED=N` runs one seed, `SIM_SEEDS=N` runs seeds `0..N` (default 200), `SIM_STEPS=N`
-//! changes the ticks per seed (default 2500). A failure prints the seed, its knobs, the last
+//! changes the ticks per seed (default 3000). A failure prints the seed, its knobs, the last
 //! events and the brokers' states:
 //! `SIM_SEED=N cargo test -p runnel-metadata --test replication sim`.
 
@@ -33,7 +43,7 @@ use std::time::Instant;
 use world::{run_seed, Mutation, Params, Stats};
 
 const DEFAULT_SEEDS: u64 = 200;
-const DEFAULT_STEPS: u64 = 2_500;
+const DEFAULT_STEPS: u64 = 3_000;
 
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
@@ -70,7 +80,10 @@ fn sim_replication_under_crashes_and_partitions() {
     );
     if seeds.len() as u64 >= DEFAULT_SEEDS / 2 {
         // The run must not be vacuous: faults happened and the protocol did its work.
-        assert!(total.acked > 1_000 * total.seeds, "too few acknowledged records: {total:#?}");
+        assert!(
+            total.acked > 50 * total.seeds,
+            "too few acknowledged records: {total:#?}"
+        );
         assert!(total.consumer_reads > 0 && total.crashes > 0 && total.cuts > 0);
         assert!(total.elections > total.seeds, "too few elections");
         assert!(total.truncated_records > 0, "no follower ever truncated");
@@ -79,13 +92,28 @@ fn sim_replication_under_crashes_and_partitions() {
     }
 }
 
-/// Runs seeds with a deliberate bug until one fails; the checks must catch it.
-fn assert_caught(mutation: Mutation, max_seeds: u64, expect: &str) {
+/// The same seed twice gives the same run (no hash-order, clock or thread dependence).
+#[test]
+fn sim_is_deterministic() {
+    let run = |seed| {
+        format!(
+            "{:?}",
+            run_seed(Params::draw(seed, 1_000, None)).expect("passes")
+        )
+    };
+    for seed in [3, 41] {
+        assert_eq!(run(seed), run(seed));
+    }
+}
+
+/// Runs seeds with a deliberate bug until one fails; the checks must catch it, with one of
+/// the `expected` messages.
+fn assert_caught(mutation: Mutation, max_seeds: u64, expected: &[&str]) {
     for seed in 0..max_seeds {
         if let Err(report) = run_seed(Params::draw(seed, 1_500, Some(mutation))) {
             assert!(
-                report.contains(expect),
-                "{mutation:?} was caught, but not by '{expect}':\n{report}"
+                expected.iter().any(|e| report.contains(e)),
+                "{mutation:?} was caught, but not by any of {expected:?}:\n{report}"
             );
             return;
         }
@@ -95,20 +123,39 @@ fn assert_caught(mutation: Mutation, max_seeds: u64, expect: &str) {
 
 #[test]
 fn sim_catches_acks_at_the_leo() {
-    assert_caught(Mutation::AckAtLeo, 40, "invariant 1");
+    assert_caught(Mutation::AckAtLeo, 40, &["invariant 1"]);
 }
 
 #[test]
 fn sim_catches_an_unclean_election() {
-    assert_caught(Mutation::UncleanElection, 40, "invariant");
+    assert_caught(Mutation::UncleanElection, 40, &["invariant 5"]);
+}
+
+#[test]
+fn sim_catches_the_loss_of_an_unclean_election() {
+    assert_caught(
+        Mutation::UncleanElectionUnchecked,
+        40,
+        &["invariant 1", "invariant 2", "invariant 3"],
+    );
+}
+
+#[test]
+fn sim_catches_a_leader_hw_going_back() {
+    assert_caught(Mutation::LeaderForgetsHw, 40, &["invariant 4"]);
 }
 
 #[test]
 fn sim_catches_followers_that_never_truncate() {
-    assert_caught(Mutation::SkipTruncation, 40, "invariant 2");
+    // Divergent followers either poison the ISR or never catch up again.
+    assert_caught(
+        Mutation::SkipTruncation,
+        40,
+        &["invariant 2", "did not converge"],
+    );
 }
 
 #[test]
 fn sim_catches_a_consumer_reading_past_the_hw() {
-    assert_caught(Mutation::ConsumerReadsLeo, 40, "invariant 3");
+    assert_caught(Mutation::ConsumerReadsLeo, 40, &["invariant 3"]);
 }

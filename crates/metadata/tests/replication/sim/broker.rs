@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use runnel_metadata::replication::{
     check_leader_epoch, codes, diverging_epoch, truncation_point, AcksOutcome,
-    AlterPartitionRequest, BecomeLeader, LeaderConfig, LeaderEpochCache, LeaderPartitionState,
+    AlterPartitionFailure, AlterPartitionRequest, BecomeLeader, LeaderConfig, LeaderEpochCache,
+    LeaderPartitionState,
 };
 use runnel_metadata::MetadataImage;
 
@@ -38,9 +39,16 @@ pub struct Parked {
 pub struct LeaderCtx {
     pub ls: LeaderPartitionState,
     pub parked: Vec<Parked>,
-    /// The AlterPartition request of the pending ISR change, and when it was last sent.
-    pub alter: Option<(AlterPartitionRequest, u64)>,
+    /// The AlterPartition request of the pending ISR change, when it was last sent and the id
+    /// of that (latest) attempt.
+    pub alter: Option<AlterAttempt>,
     pub next_shrink: u64,
+}
+
+pub struct AlterAttempt {
+    pub req: AlterPartitionRequest,
+    pub sent: u64,
+    pub attempt: u64,
 }
 
 pub struct FollowerCtx {
@@ -74,6 +82,8 @@ pub struct Broker {
     pub last_partition_epoch: i32,
     pub role: Role,
     pub next_heartbeat: u64,
+    /// In controlled shutdown: when to ask the controller (again).
+    pub shutting_down: Option<u64>,
     pub restart_at: u64,
     // bookkeeping of the checker: log[..verified] equals the committed records
     pub verified: usize,
@@ -95,6 +105,7 @@ impl Broker {
             last_partition_epoch: -1,
             role: Role::None,
             next_heartbeat: 0,
+            shutting_down: None,
             restart_at: 0,
             verified: 0,
         }
@@ -106,13 +117,6 @@ impl Broker {
 
     pub fn leo(&self) -> i64 {
         self.log.len() as i64
-    }
-
-    pub fn leader_epoch(&self) -> Option<i32> {
-        match &self.role {
-            Role::Leader(c) => Some(c.ls.leader_epoch()),
-            _ => None,
-        }
     }
 
     /// Truncates log and epoch cache to `to`; returns how many records went.
@@ -127,13 +131,14 @@ impl Broker {
         removed
     }
 
-    pub fn crash(&mut self, restart_at: u64) -> Role {
+    pub fn crash(&mut self, restart_at: u64) {
         self.alive = false;
         self.restart_at = restart_at;
         self.reg_offset = None;
         self.image = None;
         self.last_partition_epoch = -1;
-        std::mem::replace(&mut self.role, Role::None)
+        self.shutting_down = None;
+        self.role = Role::None;
     }
 
     pub fn restart(&mut self, now: u64) {
@@ -166,6 +171,18 @@ impl World {
                     b.next_heartbeat = self.tick;
                 }
             }
+            Msg::ShutdownResp {
+                incarnation,
+                may_stop,
+            } => {
+                let b = &self.brokers[i];
+                if may_stop && incarnation == b.incarnation && b.shutting_down.is_some() {
+                    let id = b.id;
+                    self.stats.controlled_shutdowns += 1;
+                    self.ev(Ev::ShutdownDone(id));
+                    self.crash(i);
+                }
+            }
             Msg::Fetch {
                 id,
                 replica,
@@ -188,7 +205,11 @@ impl World {
                 self.send(b.node(), from, Msg::OfleResp { id, body });
             }
             Msg::OfleResp { id, body } => self.on_ofle_resp(i, from, id, body),
-            Msg::AlterResp { req, result } => self.on_alter_resp(i, req, result),
+            Msg::AlterResp {
+                req,
+                attempt,
+                result,
+            } => self.on_alter_resp(i, req, attempt, result),
             Msg::Produce { id, payloads } => self.on_produce(i, id, payloads),
             _ => {}
         }
@@ -215,7 +236,8 @@ impl World {
         let id = b.id;
         if p.leader == id {
             if let Role::Leader(c) = &mut b.role {
-                if c.ls.leader_epoch() == p.leader_epoch {
+                let forget = changed && self.p.mutation == Some(Mutation::LeaderForgetsHw);
+                if c.ls.leader_epoch() == p.leader_epoch && !forget {
                     c.ls.set_ineligible_replicas(ineligible);
                     if changed {
                         let before = c.ls.pending_isr().map(<[i32]>::to_vec);
@@ -224,7 +246,8 @@ impl World {
                             broker: id,
                             isr: p.isr.clone(),
                             partition_epoch: p.partition_epoch,
-                            pending: before,
+                            pending_before: before,
+                            pending_after: c.ls.pending_isr().map(<[i32]>::to_vec),
                             via: "image",
                         };
                         self.ev(ev);
@@ -310,7 +333,11 @@ impl World {
                 leader_epoch: p.leader_epoch,
                 partition_epoch: p.partition_epoch,
                 log_end_offset: leo,
-                high_watermark: b.hw,
+                high_watermark: if self.p.mutation == Some(Mutation::LeaderForgetsHw) {
+                    b.hw_checkpoint
+                } else {
+                    b.hw
+                },
             },
             config,
             now_ms,
@@ -352,7 +379,7 @@ impl World {
             );
         }
         b.hw = hw;
-        let node = b.node();
+        let node = b.id as usize;
         let mut out = Vec::new();
         c.parked.retain(|p| {
             let result = match c.ls.acks_all_outcome(p.required) {
@@ -385,6 +412,9 @@ impl World {
             self.outbox
                 .push((node, CLIENT, Msg::ProduceResp { id: pid, result }));
         }
+        if let Err(e) = self.observe_leader(i) {
+            self.fail(e);
+        }
     }
 
     fn on_produce(&mut self, i: usize, id: u64, payloads: Vec<u64>) {
@@ -415,15 +445,22 @@ impl World {
             );
             return;
         }
-        let base = b.leo();
+        let base = b.log.len() as i64;
         let epoch = c.ls.leader_epoch();
         b.log
             .extend(payloads.iter().map(|&payload| Rec { epoch, payload }));
-        let leo = b.leo();
+        let leo = b.log.len() as i64;
         c.ls.on_leader_append(leo, now_ms);
         let broker = b.id;
         if ack_at_leo {
-            self.send(node, CLIENT, Msg::ProduceResp { id, result: Ok(base) });
+            self.send(
+                node,
+                CLIENT,
+                Msg::ProduceResp {
+                    id,
+                    result: Ok(base),
+                },
+            );
         } else {
             c.parked.push(Parked {
                 id,
@@ -456,7 +493,6 @@ impl World {
         last_epoch: i32,
     ) {
         let now_ms = self.now_ms();
-        let tick = self.tick;
         let b = &mut self.brokers[i];
         let node = b.node();
         let leo = b.leo();
@@ -479,7 +515,6 @@ impl World {
                                     partition_epoch: c.ls.partition_epoch(),
                                     new_isr: isr,
                                 };
-                                c.alter = Some((req.clone(), tick));
                                 proposal = Some(req);
                             }
                             let end = (offset as usize + MAX_FETCH).min(b.log.len());
@@ -501,31 +536,50 @@ impl World {
         self.complete_parked(i);
     }
 
+    /// Sends (or re-sends) the AlterPartition request of the pending change, as a new attempt.
     fn propose(&mut self, i: usize, req: AlterPartitionRequest) {
-        let node = self.brokers[i].node();
+        let attempt = self.id();
+        let tick = self.tick;
+        let b = &mut self.brokers[i];
+        let node = b.node();
+        if let Role::Leader(c) = &mut b.role {
+            c.alter = Some(AlterAttempt {
+                req: req.clone(),
+                sent: tick,
+                attempt,
+            });
+        }
         self.ev(Ev::Proposed {
             broker: req.broker_id,
             isr: req.new_isr.clone(),
             partition_epoch: req.partition_epoch,
         });
-        self.send(node, CONTROLLER, Msg::Alter { req });
+        self.send(node, CONTROLLER, Msg::Alter { req, attempt });
     }
 
-    /// The controller's answer to an AlterPartition. Only the answer to the change still
-    /// pending counts (Kafka ignores answers to anything else).
+    /// The controller's answer to an AlterPartition. Only an answer to the change still
+    /// pending counts (Kafka ignores answers to anything else). A success is a committed
+    /// state whichever attempt it answers; a refusal counts only for the latest attempt
+    /// (earlier ones were answered before it on this FIFO link, or lost): a late refusal of
+    /// an earlier attempt says nothing about a later one the controller may have accepted.
     fn on_alter_resp(
         &mut self,
         i: usize,
         req: AlterPartitionRequest,
+        attempt: u64,
         result: Result<runnel_metadata::replication::AlterPartitionDecision, i16>,
     ) {
         let now_ms = self.now_ms();
         let b = &mut self.brokers[i];
         let id = b.id;
         let Role::Leader(c) = &mut b.role else { return };
-        let current = c.alter.as_ref().is_some_and(|(r, _)| *r == req)
-            && c.ls.pending_isr() == Some(&req.new_isr[..]);
-        if !current {
+        let Some(latest) = c.alter.as_ref() else {
+            return;
+        };
+        if latest.req != req || c.ls.pending_isr() != Some(&req.new_isr[..]) {
+            return;
+        }
+        if result.is_err() && latest.attempt != attempt {
             return;
         }
         match result {
@@ -533,20 +587,35 @@ impl World {
                 c.alter = None;
                 let before = c.ls.pending_isr().map(<[i32]>::to_vec);
                 c.ls.apply_committed_isr(d.isr.clone(), d.partition_epoch, now_ms);
+                let after = c.ls.pending_isr().map(<[i32]>::to_vec);
                 self.ev(Ev::AppliedIsr {
                     broker: id,
                     isr: d.isr,
                     partition_epoch: d.partition_epoch,
-                    pending: before,
+                    pending_before: before,
+                    pending_after: after,
                     via: "response",
                 });
             }
-            Err(codes::NOT_CONTROLLER) => {} // retried by the timer
-            Err(code) => {
-                c.alter = None;
-                c.ls.abandon_pending_isr();
-                self.ev(Ev::Abandoned { broker: id, code });
-            }
+            Err(code) => match c.ls.on_alter_partition_error(code) {
+                AlterPartitionFailure::Retry => {} // the timer sends it again
+                AlterPartitionFailure::AwaitMetadata => {
+                    c.alter = None;
+                    self.ev(Ev::AlterFailed {
+                        broker: id,
+                        code,
+                        still_pending: true,
+                    });
+                }
+                AlterPartitionFailure::Dropped => {
+                    c.alter = None;
+                    self.ev(Ev::AlterFailed {
+                        broker: id,
+                        code,
+                        still_pending: false,
+                    });
+                }
+            },
         }
         self.complete_parked(i);
     }
@@ -554,14 +623,20 @@ impl World {
     fn on_fetch_resp(&mut self, i: usize, from: usize, id: u64, body: FetchBody) {
         let tick = self.tick;
         let b = &mut self.brokers[i];
-        let Role::Follower(f) = &mut b.role else { return };
+        let Role::Follower(f) = &mut b.role else {
+            return;
+        };
         if f.leader as usize != from || f.inflight.map(|x| x.0) != Some(id) {
             return;
         }
         f.inflight = None;
         match body {
             FetchBody::Records { base, recs, hw } => {
-                assert_eq!(base, b.log.len() as i64, "fetch response for another offset");
+                assert_eq!(
+                    base,
+                    b.log.len() as i64,
+                    "fetch response for another offset"
+                );
                 f.next_send = tick + u64::from(recs.is_empty());
                 for r in recs {
                     let offset = b.log.len() as i64;
@@ -576,6 +651,8 @@ impl World {
                     return;
                 }
                 let state = truncation_point(&b.cache, b.leo(), b.hw, reply);
+                self.stats.truncation_rounds += 1;
+                self.stats.incomplete_truncation_rounds += u64::from(!state.completed);
                 self.truncate(i, state.offset);
             }
             FetchBody::Error(code) => {
@@ -596,14 +673,18 @@ impl World {
     ) {
         let tick = self.tick;
         let b = &mut self.brokers[i];
-        let Role::Follower(f) = &mut b.role else { return };
+        let Role::Follower(f) = &mut b.role else {
+            return;
+        };
         if f.leader as usize != from || f.inflight.map(|x| x.0) != Some(id) || !f.truncating {
             return;
         }
         f.inflight = None;
         match body {
             Ok(reply) => {
-                let state = truncation_point(&b.cache, b.leo(), b.hw, reply);
+                let state = truncation_point(&b.cache, b.log.len() as i64, b.hw, reply);
+                self.stats.truncation_rounds += 1;
+                self.stats.incomplete_truncation_rounds += u64::from(!state.completed);
                 f.truncating = !state.completed;
                 f.next_send = tick;
                 self.truncate(i, state.offset);
@@ -633,6 +714,7 @@ impl World {
         let tick = self.tick;
         let now_ms = self.now_ms();
         let hb = self.p.heartbeat_ticks;
+        let alter_retry = self.p.alter_retry;
         let shrink_every = (self.p.lag_ms / 2 / super::world::TICK_MS).max(1) as u64;
         let via_fetch = self.p.via_fetch && self.p.mutation != Some(Mutation::SkipTruncation);
         let b = &mut self.brokers[i];
@@ -660,10 +742,22 @@ impl World {
             };
             self.outbox.push((node, CONTROLLER, msg));
         }
+        if let Some(next) = b.shutting_down {
+            if tick >= next {
+                b.shutting_down = Some(tick + 20);
+                let msg = Msg::Shutdown {
+                    broker: b.id,
+                    incarnation: b.incarnation,
+                };
+                self.outbox.push((node, CONTROLLER, msg));
+            }
+        }
         match &mut b.role {
             Role::None => {}
             Role::Follower(f) => {
-                if f.inflight.is_some_and(|(_, sent)| tick >= sent + REQUEST_TIMEOUT) {
+                if f.inflight
+                    .is_some_and(|(_, sent)| tick >= sent + REQUEST_TIMEOUT)
+                {
                     f.inflight = None;
                 }
                 if f.inflight.is_some() || tick < f.next_send {
@@ -712,11 +806,10 @@ impl World {
                 if c.ls.pending_isr().is_none() {
                     c.alter = None;
                 }
-                if let Some((req, sent)) = &mut c.alter {
-                    if tick >= *sent + REQUEST_TIMEOUT {
+                if let Some(a) = &c.alter {
+                    if tick >= a.sent + alter_retry {
                         // No answer: send the same change again (Kafka's AlterPartitionManager).
-                        *sent = tick;
-                        proposal = Some(req.clone());
+                        proposal = Some(a.req.clone());
                     }
                 }
                 if tick >= c.next_shrink {
@@ -728,7 +821,6 @@ impl World {
                             partition_epoch: c.ls.partition_epoch(),
                             new_isr: isr,
                         };
-                        c.alter = Some((req.clone(), tick));
                         proposal = Some(req);
                     }
                 }

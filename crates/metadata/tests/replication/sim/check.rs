@@ -37,46 +37,55 @@ impl World {
         Ok(())
     }
 
+    /// A leader's HW commits its records below it (invariant 2 for the history, 4 for the
+    /// HW). Called whenever a leader's state may have changed (from `complete_parked`) and
+    /// after every tick, so no HW goes unseen even if leadership moves in the same tick.
+    pub fn observe_leader(&mut self, i: usize) -> Result<(), String> {
+        let b = &self.brokers[i];
+        let Role::Leader(c) = &b.role else {
+            return Ok(());
+        };
+        if !b.alive {
+            return Ok(());
+        }
+        let (id, inc, epoch) = (b.id, b.incarnation, c.ls.leader_epoch());
+        let hw = c.ls.high_watermark();
+        ensure!(
+            hw <= b.leo(),
+            "leader {id} has HW {hw} above its LEO {}",
+            b.leo()
+        );
+        match self.epoch_leaders.get_mut(&epoch) {
+            Some((lid, linc, last)) => {
+                ensure!(
+                    (*lid, *linc) == (id, inc),
+                    "two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
+                );
+                ensure!(
+                    hw >= *last,
+                    "invariant 4: leader {id}'s HW went back from {last} to {hw} in epoch {epoch}"
+                );
+                *last = hw;
+            }
+            None => {
+                self.epoch_leaders.insert(epoch, (id, inc, hw));
+            }
+        }
+        let hw = hw as usize;
+        let known = hw.min(self.committed.len());
+        self.verify_prefix(i, known, "invariant 2 (committed records differ)")?;
+        if hw > self.committed.len() {
+            let b = &mut self.brokers[i];
+            let start = self.committed.len();
+            self.committed.extend_from_slice(&b.log[start..hw]);
+            b.verified = hw;
+        }
+        Ok(())
+    }
+
     pub fn check(&mut self) -> Result<(), String> {
-        // Leaders: their HW commits records (invariant 2 for the history, 4 for the HW).
         for i in 0..self.brokers.len() {
-            let b = &self.brokers[i];
-            let Role::Leader(c) = &b.role else { continue };
-            if !b.alive {
-                continue;
-            }
-            let (id, inc, epoch) = (b.id, b.incarnation, c.ls.leader_epoch());
-            let hw = c.ls.high_watermark();
-            ensure!(
-                hw <= b.leo(),
-                "leader {id} has HW {hw} above its LEO {}",
-                b.leo()
-            );
-            match self.epoch_leaders.get_mut(&epoch) {
-                Some((lid, linc, last)) => {
-                    ensure!(
-                        (*lid, *linc) == (id, inc),
-                        "two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
-                    );
-                    ensure!(
-                        hw >= *last,
-                        "invariant 4: leader {id}'s HW went back from {last} to {hw} in epoch {epoch}"
-                    );
-                    *last = hw;
-                }
-                None => {
-                    self.epoch_leaders.insert(epoch, (id, inc, hw));
-                }
-            }
-            let hw = hw as usize;
-            let known = hw.min(self.committed.len());
-            self.verify_prefix(i, known, "invariant 2 (committed records differ)")?;
-            if hw > self.committed.len() {
-                let b = &mut self.brokers[i];
-                let start = self.committed.len();
-                self.committed.extend_from_slice(&b.log[start..hw]);
-                b.verified = hw;
-            }
+            self.observe_leader(i)?;
         }
         // Every live broker's HW (a follower takes it from its leader) covers committed records.
         for i in 0..self.brokers.len() {
@@ -91,7 +100,11 @@ impl World {
                 b.id,
                 self.committed.len()
             );
-            self.verify_prefix(i, hw, "a broker's HW covers uncommitted records")?;
+            self.verify_prefix(
+                i,
+                hw,
+                "invariant 2 (a broker's log below its HW differs from the committed records)",
+            )?;
         }
         // Invariant 2: members of the controller's ISR (electable) hold every committed record.
         let isr = self.ctl.partition().isr.clone();

@@ -1,22 +1,23 @@
 //! The controller of the simulation: the metadata image is its state (real `MetadataImage`
 //! records, so leader and partition epochs move exactly as the image says), broker sessions
 //! (registration fences, heartbeats keep alive and unfence, a lapsed session fences), the
-//! offline election (`replication::offline_election`, unclean disabled) and AlterPartition
-//! (`replication::validate_alter_partition`). It never crashes (the metadata quorum has its
-//! own simulation in runnel-raft).
+//! offline election (`replication::offline_election`, unclean disabled), controlled
+//! shutdown (`controlled_shutdown_election`), the periodic preferred election
+//! (`elect_leaders` PREFERRED) and AlterPartition (`replication::validate_alter_partition`).
+//! It never crashes (the metadata quorum has its own simulation in runnel-raft).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use runnel_metadata::replication::{initial_election, offline_election, validate_alter_partition};
+use runnel_metadata::replication::{
+    controlled_shutdown_election, elect_leaders, initial_election, offline_election,
+    validate_alter_partition, ElectLeadersType, Election,
+};
 use runnel_metadata::{MetadataImage, MetadataRecord, PartitionImage};
 use uuid::Uuid;
 
 use super::net::{Msg, CONTROLLER};
 use super::world::{Ev, Mutation, World, BROKERS, TOPIC};
-
-/// The image is re-sent this often (brokers keep fetching the metadata log).
-const BROADCAST_EVERY: u64 = 25;
 
 pub struct Controller {
     pub image: Arc<MetadataImage>,
@@ -41,7 +42,7 @@ fn register(broker_id: i32, incarnation: u64, broker_epoch: i64, fenced: bool) -
 
 impl Controller {
     pub fn new(assignment: &[i32]) -> Controller {
-        let topic_id = Uuid::from_u128(0x51_3u128 << 64 | 1);
+        let topic_id = Uuid::from_u128(0x0513_u128 << 64 | 1);
         let mut records: Vec<MetadataRecord> =
             BROKERS.iter().map(|&b| register(b, 1, 1, false)).collect();
         records.push(MetadataRecord::Topic {
@@ -127,7 +128,8 @@ impl World {
     }
 
     fn ctl_broadcast(&mut self) {
-        self.ctl.next_broadcast = self.tick + BROADCAST_EVERY;
+        // The image is re-sent periodically: brokers keep fetching the metadata log.
+        self.ctl.next_broadcast = self.tick + self.p.broadcast_every;
         for b in BROKERS {
             let msg = Msg::Metadata(self.ctl.image.clone());
             self.send(CONTROLLER, b as usize, msg);
@@ -142,33 +144,24 @@ impl World {
         let p = self.ctl.partition().clone();
         let active = self.ctl.active();
         if p.leader != -1 && active.contains(&p.leader) {
-            let live_isr: Vec<i32> = p.isr.iter().copied().filter(|r| active.contains(r)).collect();
+            let live_isr: Vec<i32> = p
+                .isr
+                .iter()
+                .copied()
+                .filter(|r| active.contains(r))
+                .collect();
             if live_isr != p.isr {
                 let rec = self.ctl.change(None, live_isr);
                 self.ctl_apply(rec);
             }
             return;
         }
-        let unclean = self.p.mutation == Some(Mutation::UncleanElection);
+        let unclean = matches!(
+            self.p.mutation,
+            Some(Mutation::UncleanElection | Mutation::UncleanElectionUnchecked)
+        );
         match offline_election(&p.replicas, &p.isr, &active, unclean) {
-            Some(e) => {
-                // Invariant 5: only an in-sync, live replica is ever elected.
-                if e.unclean || !p.isr.contains(&e.leader) || !active.contains(&e.leader) {
-                    self.fail(format!(
-                        "invariant 5: elected {} (unclean {}) outside the ISR {:?} / live {:?}",
-                        e.leader, e.unclean, p.isr, active
-                    ));
-                }
-                let rec = self.ctl.change(Some(e.leader), e.isr.clone());
-                self.ctl_apply(rec);
-                self.stats.elections += 1;
-                let leader_epoch = self.ctl.partition().leader_epoch;
-                self.ev(Ev::Elected {
-                    leader: e.leader,
-                    leader_epoch,
-                    isr: e.isr,
-                });
-            }
+            Some(e) => self.elected(&p, &active, e, "offline"),
             None if p.leader != -1 => {
                 let kept = if p.isr.len() <= 1 {
                     p.isr.clone()
@@ -184,6 +177,33 @@ impl World {
             }
             None => {}
         }
+    }
+
+    /// Commits an election, checking invariant 5: only a live in-sync replica is elected.
+    fn elected(
+        &mut self,
+        p: &PartitionImage,
+        active: &BTreeSet<i32>,
+        e: Election,
+        how: &'static str,
+    ) {
+        let unchecked = self.p.mutation == Some(Mutation::UncleanElectionUnchecked);
+        if !unchecked && (e.unclean || !p.isr.contains(&e.leader) || !active.contains(&e.leader)) {
+            self.fail(format!(
+                "invariant 5: {how} election of {} (unclean {}) outside the ISR {:?} / live {:?}",
+                e.leader, e.unclean, p.isr, active
+            ));
+        }
+        let rec = self.ctl.change(Some(e.leader), e.isr.clone());
+        self.ctl_apply(rec);
+        self.stats.elections += 1;
+        let leader_epoch = self.ctl.partition().leader_epoch;
+        self.ev(Ev::Elected {
+            leader: e.leader,
+            leader_epoch,
+            isr: e.isr,
+            how,
+        });
     }
 
     fn set_fenced(&mut self, broker: i32, fenced: bool) {
@@ -216,10 +236,14 @@ impl World {
                 }
                 if current == incarnation {
                     // A retry: answer again.
-                    self.send(CONTROLLER, from, Msg::RegisterResp {
-                        incarnation,
-                        offset,
-                    });
+                    self.send(
+                        CONTROLLER,
+                        from,
+                        Msg::RegisterResp {
+                            incarnation,
+                            offset,
+                        },
+                    );
                     return;
                 }
                 // A new incarnation registers fenced; its leaderships and ISR memberships
@@ -230,11 +254,66 @@ impl World {
                 self.ctl.last_heartbeat.insert(broker, self.tick);
                 self.ev(Ev::Registered { broker, offset });
                 self.reconcile();
-                self.send(CONTROLLER, from, Msg::RegisterResp {
-                    incarnation,
-                    offset,
-                });
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Msg::RegisterResp {
+                        incarnation,
+                        offset,
+                    },
+                );
                 self.ctl_broadcast();
+            }
+            Msg::Shutdown {
+                broker,
+                incarnation,
+            } => {
+                let (_, current) = self.ctl.registration[&broker];
+                if current != incarnation {
+                    return;
+                }
+                let reg = self.ctl.image.brokers[&broker].clone();
+                if !reg.fenced {
+                    if !reg.in_controlled_shutdown {
+                        self.ctl_apply(MetadataRecord::BrokerRegistrationChange {
+                            broker_id: broker,
+                            broker_epoch: reg.epoch,
+                            fenced: None,
+                            in_controlled_shutdown: Some(true),
+                        });
+                    }
+                    // `controller/controlled_shutdown.rs`: move the leadership to an in-sync
+                    // replica that is not shutting down; then the usual reconciliation drops
+                    // shutting-down followers from the ISR.
+                    let p = self.ctl.partition().clone();
+                    let shutting_down: BTreeSet<i32> = self
+                        .ctl
+                        .image
+                        .brokers
+                        .values()
+                        .filter(|b| b.in_controlled_shutdown)
+                        .map(|b| b.id)
+                        .collect();
+                    let live = self.ctl.active();
+                    if p.leader == broker {
+                        if let Some(e) =
+                            controlled_shutdown_election(&p.replicas, &p.isr, &live, &shutting_down)
+                        {
+                            self.elected(&p, &live, e, "controlled shutdown");
+                        }
+                    }
+                    self.reconcile();
+                    self.ctl_broadcast();
+                }
+                let may_stop = self.ctl.partition().leader != broker;
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Msg::ShutdownResp {
+                        incarnation,
+                        may_stop,
+                    },
+                );
             }
             Msg::Heartbeat {
                 broker,
@@ -250,7 +329,7 @@ impl World {
                     self.set_fenced(broker, false);
                 }
             }
-            Msg::Alter { req } => {
+            Msg::Alter { req, attempt } => {
                 let image = self.ctl.image.clone();
                 let p = self.ctl.partition().clone();
                 let eligible = |b: i32| image.brokers.get(&b).is_some_and(|r| r.is_active());
@@ -285,7 +364,15 @@ impl World {
                     }
                 };
                 let changed = matches!(&result, Ok(d) if d.changed);
-                self.send(CONTROLLER, from, Msg::AlterResp { req, result });
+                self.send(
+                    CONTROLLER,
+                    from,
+                    Msg::AlterResp {
+                        req,
+                        attempt,
+                        result,
+                    },
+                );
                 if changed {
                     self.ctl_broadcast();
                 }
@@ -306,6 +393,22 @@ impl World {
             .collect();
         for b in expired {
             self.set_fenced(b, true);
+        }
+        if self.p.rebalance_every > 0 && self.tick % self.p.rebalance_every == 0 {
+            // The periodic preferred-leader election (spec F; ElectLeaders PREFERRED).
+            let p = self.ctl.partition().clone();
+            let active = self.ctl.active();
+            if let Ok(e) = elect_leaders(
+                ElectLeadersType::Preferred,
+                &p.replicas,
+                &p.isr,
+                p.leader,
+                &active,
+            ) {
+                self.stats.preferred_elections += 1;
+                self.elected(&p, &active, e, "preferred");
+                self.ctl_broadcast();
+            }
         }
         if self.tick >= self.ctl.next_broadcast {
             self.ctl_broadcast();

@@ -57,9 +57,11 @@ pub enum Msg {
     /// Leader -> controller.
     Alter {
         req: AlterPartitionRequest,
+        attempt: u64,
     },
     AlterResp {
         req: AlterPartitionRequest,
+        attempt: u64,
         result: Result<AlterPartitionDecision, i16>,
     },
     Register {
@@ -69,6 +71,15 @@ pub enum Msg {
     RegisterResp {
         incarnation: u64,
         offset: i64,
+    },
+    /// Broker -> controller: controlled shutdown (move my leaderships, then may I stop?).
+    Shutdown {
+        broker: i32,
+        incarnation: u64,
+    },
+    ShutdownResp {
+        incarnation: u64,
+        may_stop: bool,
     },
     Heartbeat {
         broker: i32,
@@ -105,23 +116,28 @@ pub struct Cut {
 pub struct Net {
     queue: BTreeMap<(u64, u64), Envelope>,
     seq: u64,
-    last_due: [[u64; NODES]; NODES],
+    /// FIFO per directed link and channel (0: requests, 1: the metadata log).
+    last_due: [[[u64; 2]; NODES]; NODES],
     pub cuts: Vec<Cut>,
     pub drop_per_10k: u64,
     pub max_delay: u64,
+    /// Up to this many extra ticks for images: brokers replay the metadata log on their own
+    /// schedule, independently of the controller's RPC answers.
+    pub metadata_delay: u64,
     pub sent: u64,
     pub dropped: u64,
 }
 
 impl Net {
-    pub fn new(drop_per_10k: u64, max_delay: u64) -> Self {
+    pub fn new(drop_per_10k: u64, max_delay: u64, metadata_delay: u64) -> Self {
         Net {
             queue: BTreeMap::new(),
             seq: 0,
-            last_due: [[0; NODES]; NODES],
+            last_due: [[[0; 2]; NODES]; NODES],
             cuts: Vec::new(),
             drop_per_10k,
             max_delay,
+            metadata_delay,
             sent: 0,
             dropped: 0,
         }
@@ -145,9 +161,15 @@ impl Net {
         if rng.chance(100) {
             delay += rng.range(5, 40); // an occasional stall
         }
-        let due = (now + delay).max(self.last_due[from][to]);
-        self.last_due[from][to] = due;
-        self.queue.insert((due, self.seq), Envelope { from, to, msg });
+        let channel = usize::from(matches!(msg, Msg::Metadata(_)));
+        if channel == 1 {
+            delay += rng.range(0, self.metadata_delay);
+        }
+        let last = &mut self.last_due[from][to][channel];
+        let due = (now + delay).max(*last);
+        *last = due;
+        self.queue
+            .insert((due, self.seq), Envelope { from, to, msg });
         self.seq += 1;
     }
 
@@ -163,9 +185,5 @@ impl Net {
     /// A node crashed: its connections are gone, and with them what was on the way to it.
     pub fn drop_to(&mut self, node: usize) {
         self.queue.retain(|_, e| e.to != node);
-    }
-
-    pub fn in_flight(&self) -> usize {
-        self.queue.len()
     }
 }

@@ -26,6 +26,10 @@ pub enum Mutation {
     AckAtLeo,
     /// The controller may elect an out-of-sync replica.
     UncleanElection,
+    /// The same, with invariant 5 not checked: the data invariants must notice the loss.
+    UncleanElectionUnchecked,
+    /// A leader rebuilds its state from its checkpointed HW when the ISR changes.
+    LeaderForgetsHw,
     /// Followers never truncate (no LastFetchedEpoch, no OffsetForLeaderEpoch).
     SkipTruncation,
     /// The consumer reads up to the leader's LEO instead of its HW.
@@ -43,7 +47,14 @@ pub struct Params {
     pub heartbeat_ticks: u64,
     pub drop_per_10k: u64,
     pub max_delay: u64,
+    pub metadata_delay: u64,
+    pub broadcast_every: u64,
+    pub alter_retry: u64,
     pub crash_per_10k: u64,
+    /// Chance per tick that a broker starts a controlled shutdown (then stops and restarts).
+    pub shutdown_per_10k: u64,
+    /// Every this many ticks the controller runs the preferred election (0: never).
+    pub rebalance_every: u64,
     pub cut_per_10k: u64,
     pub produce_per_10k: u64,
     /// Fetch v12+ DivergingEpoch (true) or OffsetForLeaderEpoch before fetching (false).
@@ -67,9 +78,14 @@ impl Params {
             lag_ms: r.pick(&[100, 200, 400, 800]),
             session_ticks: r.pick(&[15, 30, 60, 120]),
             heartbeat_ticks: 5,
-            drop_per_10k: r.pick(&[0, 50, 200, 500]),
+            drop_per_10k: r.pick(&[0, 50, 200, 500, 1_000]),
             max_delay: r.pick(&[1, 3, 6]),
+            metadata_delay: r.pick(&[0, 10, 40]),
+            broadcast_every: r.pick(&[10, 25, 60]),
+            alter_retry: r.pick(&[10, 40]),
             crash_per_10k: r.pick(&[5, 15, 30]),
+            shutdown_per_10k: r.pick(&[0, 5, 15]),
+            rebalance_every: r.pick(&[0, 100, 300]),
             cut_per_10k: r.pick(&[5, 20, 50]),
             produce_per_10k: r.pick(&[2_000, 5_000, 9_000]),
             via_fetch: r.below(2) == 0,
@@ -79,31 +95,99 @@ impl Params {
     }
 }
 
-/// What the trace remembers (formatted only when a seed fails).
+/// What the trace remembers (formatted only when a seed fails, so fields are read by `Debug`
+/// alone).
+#[allow(dead_code)]
 #[derive(Debug, Clone)]
 pub enum Ev {
     Crash(i32),
     Restart(i32),
     CutLinks(Vec<(usize, usize)>, u64),
     Heal(Vec<(usize, usize)>),
-    Registered { broker: i32, offset: i64 },
+    Registered {
+        broker: i32,
+        offset: i64,
+    },
     Fenced(i32),
     Unfenced(i32),
-    Elected { leader: i32, leader_epoch: i32, isr: Vec<i32> },
-    Leaderless { isr: Vec<i32> },
-    IsrCommitted { isr: Vec<i32>, partition_epoch: i32 },
-    AlterRejected { broker: i32, new_isr: Vec<i32>, code: i16 },
-    BecomeLeader { broker: i32, epoch: i32, leo: i64, hw: i64, isr: Vec<i32> },
-    BecomeFollower { broker: i32, leader: i32, epoch: i32, leo: i64 },
-    Resign { broker: i32 },
-    Proposed { broker: i32, isr: Vec<i32>, partition_epoch: i32 },
-    AppliedIsr { broker: i32, isr: Vec<i32>, partition_epoch: i32, pending: Option<Vec<i32>>, via: &'static str },
-    Abandoned { broker: i32, code: i16 },
-    Truncated { broker: i32, from: i64, to: i64 },
-    Appended { broker: i32, base: i64, payloads: Vec<u64> },
-    Acked { broker: i32, epoch: i32, base: i64, payloads: Vec<u64> },
-    ProduceFailed { code: i16 },
-    HwAdvanced { broker: i32, epoch: i32, hw: i64 },
+    Elected {
+        leader: i32,
+        leader_epoch: i32,
+        isr: Vec<i32>,
+        how: &'static str,
+    },
+    ShutdownStarted(i32),
+    ShutdownDone(i32),
+    Leaderless {
+        isr: Vec<i32>,
+    },
+    IsrCommitted {
+        isr: Vec<i32>,
+        partition_epoch: i32,
+    },
+    AlterRejected {
+        broker: i32,
+        new_isr: Vec<i32>,
+        code: i16,
+    },
+    BecomeLeader {
+        broker: i32,
+        epoch: i32,
+        leo: i64,
+        hw: i64,
+        isr: Vec<i32>,
+    },
+    BecomeFollower {
+        broker: i32,
+        leader: i32,
+        epoch: i32,
+        leo: i64,
+    },
+    Resign {
+        broker: i32,
+    },
+    Proposed {
+        broker: i32,
+        isr: Vec<i32>,
+        partition_epoch: i32,
+    },
+    AppliedIsr {
+        broker: i32,
+        isr: Vec<i32>,
+        partition_epoch: i32,
+        pending_before: Option<Vec<i32>>,
+        pending_after: Option<Vec<i32>>,
+        via: &'static str,
+    },
+    AlterFailed {
+        broker: i32,
+        code: i16,
+        still_pending: bool,
+    },
+    Truncated {
+        broker: i32,
+        from: i64,
+        to: i64,
+    },
+    Appended {
+        broker: i32,
+        base: i64,
+        payloads: Vec<u64>,
+    },
+    Acked {
+        broker: i32,
+        epoch: i32,
+        base: i64,
+        payloads: Vec<u64>,
+    },
+    ProduceFailed {
+        code: i16,
+    },
+    HwAdvanced {
+        broker: i32,
+        epoch: i32,
+        hw: i64,
+    },
     Settling,
 }
 
@@ -134,11 +218,16 @@ pub struct Stats {
     pub crashes: u64,
     pub cuts: u64,
     pub elections: u64,
+    pub preferred_elections: u64,
+    pub controlled_shutdowns: u64,
     pub leaderless: u64,
     pub fenced: u64,
     pub shrinks_committed: u64,
     pub expands_committed: u64,
     pub alter_rejected: BTreeMap<i16, u64>,
+    /// `truncation_point` calls, and those that needed another round (KIP-279).
+    pub truncation_rounds: u64,
+    pub incomplete_truncation_rounds: u64,
     pub truncations: u64,
     pub truncated_records: u64,
     pub diverging_replies: u64,
@@ -161,6 +250,8 @@ impl Stats {
         self.crashes += o.crashes;
         self.cuts += o.cuts;
         self.elections += o.elections;
+        self.preferred_elections += o.preferred_elections;
+        self.controlled_shutdowns += o.controlled_shutdowns;
         self.leaderless += o.leaderless;
         self.fenced += o.fenced;
         self.shrinks_committed += o.shrinks_committed;
@@ -168,6 +259,8 @@ impl Stats {
         for (k, v) in &o.alter_rejected {
             *self.alter_rejected.entry(*k).or_default() += v;
         }
+        self.truncation_rounds += o.truncation_rounds;
+        self.incomplete_truncation_rounds += o.incomplete_truncation_rounds;
         self.truncations += o.truncations;
         self.truncated_records += o.truncated_records;
         self.diverging_replies += o.diverging_replies;
@@ -202,7 +295,7 @@ pub struct World {
 impl World {
     pub fn new(p: Params) -> World {
         let rng = Rng::new(p.seed);
-        let net = Net::new(p.drop_per_10k, p.max_delay);
+        let net = Net::new(p.drop_per_10k, p.max_delay, p.metadata_delay);
         let ctl = Controller::new(&p.assignment);
         let mut w = World {
             rng,
@@ -286,7 +379,8 @@ impl World {
         self.flush();
     }
 
-    /// One tick: deliveries, timers, clients, faults, then the invariants.
+    /// One tick: deliveries, broker and controller timers, the producer, the invariants, the
+    /// consumer, then new faults.
     pub fn step(&mut self) -> Result<(), String> {
         self.tick += 1;
         while let Some(e) = self.net.pop_due(self.tick) {
@@ -302,14 +396,22 @@ impl World {
         self.flush();
         self.producer_tick();
         self.flush();
-        if !self.settling {
-            self.faults();
-        }
+        // Checked before the faults, so a leader's last HW is seen before it crashes.
         self.check()?;
         // The consumer reads after the check, so every read is below an HW already checked.
         self.consumer_tick();
         if let Some(v) = self.violation.take() {
             return Err(v);
+        }
+        if self.settling {
+            // A controlled shutdown begun before healing still ends with a restart.
+            for i in 0..self.brokers.len() {
+                if !self.brokers[i].alive && self.tick >= self.brokers[i].restart_at {
+                    self.restart(i);
+                }
+            }
+        } else {
+            self.faults();
         }
         Ok(())
     }
@@ -323,6 +425,16 @@ impl World {
                 }
             } else if self.tick >= b.restart_at {
                 self.restart(i);
+            }
+            let b = &mut self.brokers[i];
+            if b.alive
+                && b.reg_offset.is_some()
+                && b.shutting_down.is_none()
+                && self.rng.chance(self.p.shutdown_per_10k)
+            {
+                b.shutting_down = Some(self.tick);
+                let id = b.id;
+                self.ev(Ev::ShutdownStarted(id));
             }
         }
         let now = self.tick;
@@ -358,15 +470,15 @@ impl World {
         }
     }
 
+    /// The process dies: its log and epoch cache stay (fsynced), the rest is gone, and so are
+    /// its parked produces (the client times out).
     pub fn crash(&mut self, i: usize) {
         let downtime = self.rng.range(5, 200);
         let now = self.tick;
         let b = &mut self.brokers[i];
-        let failed = b.crash(now + downtime);
-        let id = b.id;
-        self.net.drop_to(b.node());
-        // Parked produces die with the process: the client times out.
-        drop(failed);
+        b.crash(now + downtime);
+        let (id, node) = (b.id, b.node());
+        self.net.drop_to(node);
         self.stats.crashes += 1;
         self.ev(Ev::Crash(id));
     }
