@@ -298,16 +298,17 @@ impl ControllerClient {
         }
     }
 
-    /// A leader's ISR change; bounded, since a stale one is simply retried later.
+    /// A leader's ISR change: the committed ISR and partition epoch. Bounded, since the
+    /// leader decides itself whether to try again.
     pub async fn alter_partition(
         &self,
         request: crate::controller_shell::AlterIsr,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(Vec<i32>, i32), ApiError> {
         match self
             .call(Rq::AlterPartition(request), Duration::from_secs(5))
             .await?
         {
-            Rs::Done => Ok(()),
+            Rs::Isr(isr, epoch) => Ok((isr, epoch)),
             Rs::Error(e) => Err(e),
             _ => Err(unexpected("AlterPartition")),
         }

@@ -82,6 +82,8 @@ pub enum ControllerResponse {
     Elections(Vec<runnel_metadata::ElectionResult>),
     Reassignments(Vec<runnel_metadata::ReassignmentResult>),
     Remaining(usize),
+    /// AlterPartition's answer: the committed ISR and partition epoch.
+    Isr(Vec<i32>, i32),
     Error(ApiError),
 }
 
@@ -151,7 +153,10 @@ pub async fn serve(
             .controlled_shutdown(broker_id)
             .await
             .map(Rs::Remaining),
-        Rq::AlterPartition(request) => handle.alter_partition(request).await.map(|()| Rs::Done),
+        Rq::AlterPartition(request) => handle
+            .alter_partition(request)
+            .await
+            .map(|(isr, epoch)| Rs::Isr(isr, epoch)),
         Rq::ElectLeaders {
             election,
             partitions,

@@ -87,7 +87,7 @@ enum Command {
     },
     AlterPartition {
         request: AlterIsr,
-        reply: Reply<()>,
+        reply: Reply<(Vec<i32>, i32)>,
     },
     AlterReassignments {
         requests: Vec<ReassignmentRequest>,
@@ -95,10 +95,7 @@ enum Command {
         reply: Reply<Vec<ReassignmentResult>>,
     },
     /// Answer: how many leaderships stay with the broker (no in-sync replica to take them).
-    ControlledShutdown {
-        broker_id: i32,
-        reply: Reply<usize>,
-    },
+    ControlledShutdown { broker_id: i32, reply: Reply<usize> },
 }
 
 /// A leader's ISR change request (Kafka's AlterPartition, spec I.3 item 6).
@@ -272,7 +269,7 @@ impl ControllerHandle {
             .await
     }
 
-    pub async fn alter_partition(&self, request: AlterIsr) -> Result<(), ApiError> {
+    pub async fn alter_partition(&self, request: AlterIsr) -> Result<(Vec<i32>, i32), ApiError> {
         self.call(|reply| Command::AlterPartition { request, reply })
             .await
     }
@@ -643,7 +640,9 @@ impl ControllerShell {
     }
 
     /// Validates a leader's ISR change against the image and commits it (spec I.3 item 6).
-    async fn alter_partition(&mut self, request: AlterIsr) -> Result<(), ApiError> {
+    /// Answers the ISR and partition epoch now committed (unchanged when the ISR already was
+    /// the requested one), as Kafka's AlterPartition response does.
+    async fn alter_partition(&mut self, request: AlterIsr) -> Result<(Vec<i32>, i32), ApiError> {
         let Some(topic) = self.image.topic_by_id(&request.topic_id) else {
             return Err(ApiError {
                 code: 100,
@@ -674,19 +673,20 @@ impl ControllerShell {
             eligible,
         )?;
         if !decision.changed {
-            return Ok(());
+            return Ok((decision.isr, decision.partition_epoch));
         }
         tracing::info!(topic = %topic.name, partition = request.partition, isr = ?decision.isr, "ISR change");
         self.commit(vec![MetadataRecord::PartitionChange {
             topic_id: request.topic_id,
             partition_id: request.partition,
             leader: None,
-            isr: Some(decision.isr),
+            isr: Some(decision.isr.clone()),
             replicas: None,
             adding_replicas: None,
             removing_replicas: None,
         }])
-        .await
+        .await?;
+        Ok((decision.isr, decision.partition_epoch))
     }
 
     async fn register(

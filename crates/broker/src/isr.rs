@@ -12,22 +12,36 @@ use crate::controller_client::ControllerClient;
 use crate::partition::Partition;
 use crate::replica_manager::ReplicaManager;
 
-/// Sends `isr` for `partition` in the background (a fetch must not wait for the controller).
-pub fn propose(controller: ControllerClient, partition: Arc<Partition>, isr: Vec<i32>) {
-    let Some(request) = partition.begin_isr_change(isr) else {
-        return;
-    };
+/// Sends a pending ISR change to the controller in the background (a fetch must not wait for
+/// it), and again after a pause while the answer says nothing about the change (no controller,
+/// a timeout). The retries end when the answer settles it, or when it is no longer the pending
+/// change (the image settled it, or leadership moved on).
+pub fn propose(
+    controller: ControllerClient,
+    replicas: Arc<ReplicaManager>,
+    partition: Arc<Partition>,
+    request: crate::controller_shell::AlterIsr,
+) {
     tokio::spawn(async move {
-        let accepted = match controller.alter_partition(request).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::debug!(topic = %partition.topic, partition = partition.index, error = %e.message, "ISR change refused");
-                false
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let answer = controller
+                .alter_partition(request.clone())
+                .await
+                .map_err(|e| {
+                    tracing::debug!(topic = %partition.topic, partition = partition.index, code = e.code, error = %e.message, "ISR change refused");
+                    e.code
+                });
+            let outcome = partition.isr_change_answered(&request, answer);
+            if outcome.hw_changed {
+                replicas.appended.notify_waiters();
             }
-        };
-        partition
-            .end_isr_change(accepted, Duration::from_secs(5))
-            .await;
+            if !outcome.retry {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
     });
 }
 
@@ -47,9 +61,9 @@ pub fn spawn_shrinker(
                 _ = tick.tick() => {
                     let now = now_ms();
                     for p in replicas.all() {
-                        if let Some(isr) = p.isr_shrink(now, lag_max_ms) {
-                            tracing::info!(topic = %p.topic, partition = p.index, ?isr, "shrinking the ISR");
-                            propose(controller.clone(), p, isr);
+                        if let Some(request) = p.isr_shrink(now) {
+                            tracing::info!(topic = %p.topic, partition = p.index, isr = ?request.new_isr, "shrinking the ISR");
+                            propose(controller.clone(), replicas.clone(), p, request);
                         }
                     }
                 }

@@ -1,12 +1,16 @@
 //! One partition replica hosted by this broker: its log, its role from the metadata image, the
 //! idempotent-producer state, and the group commit of fsyncs.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use runnel_log::batch::{self, BatchHeader};
 use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
+use runnel_metadata::replication::{
+    AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderPartitionState,
+};
 use runnel_metadata::EffectiveTopicConfig;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -22,8 +26,8 @@ pub struct Role {
     pub leader_epoch: i32,
     pub isr: Vec<i32>,
     pub replicas: Vec<i32>,
-    /// The replicas whose brokers are registered and unfenced: only these may hold the HW back
-    /// without being in the ISR (spec E.3).
+    /// The replicas whose brokers are registered, unfenced and not shutting down: the others
+    /// may not join the ISR (KIP-841) nor hold the HW back from outside it (spec E.3).
     pub live_replicas: Vec<i32>,
     /// The partition epoch of the image this role comes from (AlterPartition must match it).
     pub partition_epoch: i32,
@@ -39,21 +43,44 @@ pub struct Partition {
     node_id: i32,
     /// `replica.lag.time.max.ms`: how long a follower counts as caught up (spec E.2, E.3).
     lag_max_ms: i64,
-    /// Leader side: each follower's log end offset, as its last fetch position said (E.2).
-    followers: Mutex<std::collections::HashMap<i32, i64>>,
-    /// Leader side: when each follower last fetched up to the leader's LEO (E.2).
-    caught_up_ms: Mutex<std::collections::HashMap<i32, i64>>,
-    /// The ISR change in flight, if any (one at a time, as Kafka's leaders do), with the
-    /// partition epoch it was proposed against. Until the image shows a newer epoch, the HW
-    /// counts the *maximal* ISR (current plus proposed members): a follower being added must
-    /// hold the HW back from the moment it is proposed, or it could join the ISR without
-    /// records consumers have already read and then be elected leader (Kafka's KIP-497 rule).
-    pending_isr: Mutex<Option<(Vec<i32>, i32)>>,
+    /// While this broker leads: the pure leader state of spec E.2 - E.4 (follower positions
+    /// and caught-up times, the committed and pending ISR, the HW), the same code the
+    /// replication simulation checks. The log's HW follows it. Lock order: log, then this.
+    leader_state: Mutex<Option<LeaderPartitionState>>,
     role: RwLock<Role>,
     producers: Mutex<ProducerStateTable>,
     /// Offset up to which the log is known to be fsynced (exclusive).
     flushed: watch::Sender<i64>,
     flushing: AtomicBool,
+}
+
+/// What a follower's fetch changed on the leader.
+#[derive(Debug, Default)]
+pub struct FollowerFetch {
+    /// The HW moved: wake acks=all waiters and consumers.
+    pub hw_changed: bool,
+    /// The follower caught up: send this AlterPartition (the change is now pending).
+    pub propose: Option<crate::controller_shell::AlterIsr>,
+}
+
+/// What the controller's answer to an ISR change means for the leader.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct IsrAnswer {
+    /// Send the same request again (after a pause).
+    pub retry: bool,
+    /// The committed ISR let the HW move: wake acks=all waiters and consumers.
+    pub hw_changed: bool,
+}
+
+/// Moves the log's HW up to the leader state's; returns whether it moved.
+fn publish_high_watermark(state: &LeaderPartitionState, log: &mut PartitionLog) -> bool {
+    let hw = state.high_watermark().min(log.log_end_offset());
+    if hw > log.high_watermark() {
+        log.set_high_watermark(hw);
+        true
+    } else {
+        false
+    }
 }
 
 /// Result of a leader append, per partition of a Produce request.
@@ -98,21 +125,21 @@ impl Partition {
     ) -> Self {
         let flushed_to = log.lock().recovery_point();
         let producers = rebuild_producer_state(&log.lock());
-        Partition {
+        let partition = Partition {
             topic,
             index,
             topic_id,
             log,
             node_id,
             lag_max_ms,
-            followers: Mutex::new(std::collections::HashMap::new()),
-            caught_up_ms: Mutex::new(std::collections::HashMap::new()),
-            pending_isr: Mutex::new(None),
+            leader_state: Mutex::new(None),
             role: RwLock::new(role),
             producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
             flushing: AtomicBool::new(false),
-        }
+        };
+        partition.sync_leader_state(&partition.role(), &mut partition.log.lock());
+        partition
     }
 
     pub fn role(&self) -> Role {
@@ -124,12 +151,62 @@ impl Partition {
         if config_changed {
             self.log.lock().update_config(log_config(&role.config));
         }
-        let epoch = role.partition_epoch;
-        *self.role.write() = role;
-        let mut pending = self.pending_isr.lock();
-        if pending.as_ref().is_some_and(|(_, base)| epoch > *base) {
-            *pending = None;
+        *self.role.write() = role.clone();
+        self.sync_leader_state(&role, &mut self.log.lock());
+    }
+
+    /// Brings the leader state in line with the image's role: created on becoming leader
+    /// (a new leader epoch), dropped on becoming a follower, otherwise given the committed ISR,
+    /// the assignment, the config and the ineligible brokers. Returns whether the HW moved.
+    fn sync_leader_state(&self, role: &Role, log: &mut PartitionLog) -> bool {
+        let mut state = self.leader_state.lock();
+        if role.leader != self.node_id {
+            *state = None;
+            return false;
         }
+        let now = now_ms();
+        let config = LeaderConfig {
+            replica_lag_time_max_ms: self.lag_max_ms,
+            min_insync_replicas: role.config.min_insync_replicas,
+        };
+        let ineligible: BTreeSet<i32> = role
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !role.live_replicas.contains(r))
+            .collect();
+        let current = state
+            .as_mut()
+            .filter(|s| s.leader_epoch() == role.leader_epoch);
+        let s = match current {
+            Some(s) => {
+                if s.replicas() != role.replicas.as_slice() {
+                    s.update_replicas(role.replicas.clone(), now);
+                }
+                s.set_config(config);
+                s.set_ineligible_replicas(ineligible);
+                s.apply_committed_isr(role.isr.clone(), role.partition_epoch, now);
+                s
+            }
+            None => {
+                let mut fresh = LeaderPartitionState::new(
+                    BecomeLeader {
+                        leader: self.node_id,
+                        replicas: role.replicas.clone(),
+                        isr: role.isr.clone(),
+                        leader_epoch: role.leader_epoch,
+                        partition_epoch: role.partition_epoch,
+                        log_end_offset: log.log_end_offset(),
+                        high_watermark: log.high_watermark(),
+                    },
+                    config,
+                    now,
+                );
+                fresh.set_ineligible_replicas(ineligible);
+                state.insert(fresh)
+            }
+        };
+        publish_high_watermark(s, log)
     }
 
     /// Appends a Produce request's records as the leader. Errors are Kafka error codes.
@@ -211,7 +288,10 @@ impl Partition {
             .map_err(|e| (code::KAFKA_STORAGE_ERROR, e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
         drop(producers);
-        self.advance_high_watermark(&role, &mut log);
+        if let Some(state) = self.leader_state.lock().as_mut() {
+            state.on_leader_append(info.last_offset + 1, now_ms());
+            publish_high_watermark(state, &mut log);
+        }
         Ok(Appended {
             base_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -221,166 +301,93 @@ impl Partition {
         })
     }
 
-    /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it.
-    /// Returns whether the high watermark moved.
-    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
-        let role = self.role();
-        if role.leader != self.node_id || !role.replicas.contains(&replica) {
-            return false;
-        }
-        self.followers.lock().insert(replica, fetch_offset);
+    /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it
+    /// (the caller has checked that the position lies in this log and does not diverge).
+    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> FollowerFetch {
         let mut log = self.log.lock();
-        if fetch_offset >= log.log_end_offset() {
-            self.caught_up_ms.lock().insert(replica, now_ms());
-        }
-        self.advance_high_watermark(&role, &mut log)
-    }
-
-    /// E.2 expansion: a follower outside the ISR whose position reached the HW and the start
-    /// of the leader's current epoch rejoins (the second condition means it has truncated to
-    /// and replicated this leader's log, not just an old one of equal length).
-    pub fn isr_expansion(&self, replica: i32) -> Option<Vec<i32>> {
-        let role = self.role();
-        if role.leader != self.node_id
-            || role.isr.contains(&replica)
-            || !role.replicas.contains(&replica)
-        {
-            return None;
-        }
-        let position = self.followers.lock().get(&replica).copied()?;
-        let (hw, epoch_start) = {
-            let log = self.log.lock();
-            let epoch_start = log
-                .epoch_entries()
-                .iter()
-                .find(|(epoch, _)| *epoch == role.leader_epoch)
-                .map(|(_, start)| *start)
-                // Nothing written in this epoch yet: it starts at the LEO.
-                .unwrap_or_else(|| log.log_end_offset());
-            (log.high_watermark(), epoch_start)
+        let mut state = self.leader_state.lock();
+        let Some(s) = state.as_mut() else {
+            return FollowerFetch::default();
         };
-        (position >= hw && position >= epoch_start).then(|| {
-            let mut isr = role.isr.clone();
-            isr.push(replica);
-            isr
-        })
-    }
-
-    /// E.2 shrink: in-sync followers behind the leader's LEO that have not caught up for
-    /// `lag_max_ms` leave the ISR. The leader never removes itself.
-    pub fn isr_shrink(&self, now: i64, lag_max_ms: i64) -> Option<Vec<i32>> {
-        let role = self.role();
-        if role.leader != self.node_id {
-            return None;
-        }
-        let leo = self.log.lock().log_end_offset();
-        let followers = self.followers.lock();
-        let mut caught_up = self.caught_up_ms.lock();
-        let lagging: Vec<i32> = role
-            .isr
-            .iter()
-            .copied()
-            .filter(|r| *r != self.node_id)
-            .filter(|r| {
-                // A follower not heard from since this node became leader gets a full window.
-                let since = *caught_up.entry(*r).or_insert(now);
-                followers.get(r).copied().unwrap_or(0) < leo && now - since > lag_max_ms
-            })
-            .collect();
-        (!lagging.is_empty()).then(|| {
-            role.isr
-                .iter()
-                .copied()
-                .filter(|r| !lagging.contains(r))
-                .collect()
-        })
-    }
-
-    /// Builds the AlterPartition request for `new_isr`, unless one is already in flight.
-    pub fn begin_isr_change(&self, new_isr: Vec<i32>) -> Option<crate::controller_shell::AlterIsr> {
-        let role = self.role();
-        {
-            let mut pending = self.pending_isr.lock();
-            if pending.is_some() {
-                return None;
+        match s.on_follower_fetch(replica, fetch_offset, now_ms()) {
+            Ok(outcome) => {
+                let hw_changed = publish_high_watermark(s, &mut log);
+                FollowerFetch {
+                    hw_changed,
+                    propose: outcome.isr_expand.map(|isr| self.isr_request(s, isr)),
+                }
             }
-            *pending = Some((new_isr.clone(), role.partition_epoch));
+            Err(_) => FollowerFetch::default(),
         }
-        Some(crate::controller_shell::AlterIsr {
+    }
+
+    /// E.2 shrink: in-sync followers that have not caught up for `replica.lag.time.max.ms`
+    /// leave the ISR (the change is then pending). The leader never removes itself.
+    pub fn isr_shrink(&self, now: i64) -> Option<crate::controller_shell::AlterIsr> {
+        let mut state = self.leader_state.lock();
+        let s = state.as_mut()?;
+        let isr = s.maybe_shrink_isr(now)?;
+        Some(self.isr_request(s, isr))
+    }
+
+    /// The AlterPartition request for the pending `new_isr`, against the epochs the leader
+    /// state proposed it on.
+    fn isr_request(
+        &self,
+        s: &LeaderPartitionState,
+        new_isr: Vec<i32>,
+    ) -> crate::controller_shell::AlterIsr {
+        crate::controller_shell::AlterIsr {
             topic_id: self.topic_id,
             partition: self.index,
             broker_id: self.node_id,
-            leader_epoch: role.leader_epoch,
-            partition_epoch: role.partition_epoch,
+            leader_epoch: s.leader_epoch(),
+            partition_epoch: s.partition_epoch(),
             new_isr,
-        })
+        }
     }
 
-    /// The AlterPartition answer arrived. A refused change is forgotten at once; an accepted
-    /// one stays pending until the image with its epoch is applied here (`set_role`), or
-    /// `accepted_wait` passed (the controller found nothing to change, or the image is late).
-    pub async fn end_isr_change(&self, accepted: bool, accepted_wait: std::time::Duration) {
-        if accepted {
-            let deadline = tokio::time::Instant::now() + accepted_wait;
-            while self.pending_isr.lock().is_some() && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-        }
-        *self.pending_isr.lock() = None;
-    }
-
-    /// The ISR the HW must respect: the current one plus members of a pending expansion.
-    fn maximal_isr(&self, role: &Role) -> Vec<i32> {
-        let mut isr = role.isr.clone();
-        if let Some((proposed, _)) = self.pending_isr.lock().as_ref() {
-            isr.extend(proposed.iter().filter(|r| !role.isr.contains(r)));
-        }
-        isr
-    }
-
-    /// Recomputes the high watermark after an ISR change (a removed member no longer holds it).
-    pub fn refresh_high_watermark(&self) -> bool {
-        let role = self.role();
-        if role.leader != self.node_id {
-            return false;
-        }
+    /// The controller's answer to `request`: the committed ISR and partition epoch, or an
+    /// error code. Says whether to send the same request again (Kafka's
+    /// `handleAlterPartitionError`: only for errors that say nothing about the change). An
+    /// answer to a request that is no longer the pending one (a newer leader epoch, or the
+    /// image settled it) changes nothing.
+    pub fn isr_change_answered(
+        &self,
+        request: &crate::controller_shell::AlterIsr,
+        answer: Result<(Vec<i32>, i32), i16>,
+    ) -> IsrAnswer {
         let mut log = self.log.lock();
-        self.advance_high_watermark(&role, &mut log)
+        let mut state = self.leader_state.lock();
+        let Some(s) = state.as_mut() else {
+            return IsrAnswer::default();
+        };
+        if s.leader_epoch() != request.leader_epoch
+            || s.pending_isr() != Some(request.new_isr.as_slice())
+        {
+            return IsrAnswer::default();
+        }
+        match answer {
+            Ok((isr, partition_epoch)) => {
+                s.apply_committed_isr(isr, partition_epoch, now_ms());
+                IsrAnswer {
+                    retry: false,
+                    hw_changed: publish_high_watermark(s, &mut log),
+                }
+            }
+            Err(code) => IsrAnswer {
+                retry: s.on_alter_partition_error(code) == AlterPartitionFailure::Retry,
+                hw_changed: false,
+            },
+        }
     }
 
-    /// HW = the smallest LEO among the maximal ISR and the live followers that caught up within
-    /// `replica.lag.time.max.ms` (the leader's own included), never moving back (spec E.3).
-    /// Counting caught-up followers outside the ISR keeps the HW from running ahead of a
-    /// follower that is about to rejoin. ISR followers not heard from yet count as 0.
-    fn advance_high_watermark(&self, role: &Role, log: &mut runnel_log::PartitionLog) -> bool {
-        if role.leader != self.node_id {
-            return false;
-        }
-        let leo = log.log_end_offset();
-        let mut holders = self.maximal_isr(role);
-        let now = now_ms();
-        {
-            let caught_up = self.caught_up_ms.lock();
-            holders.extend(role.replicas.iter().copied().filter(|r| {
-                !role.isr.contains(r)
-                    && role.live_replicas.contains(r)
-                    && caught_up
-                        .get(r)
-                        .is_some_and(|at| now - *at <= self.lag_max_ms)
-            }));
-        }
-        let followers = self.followers.lock();
-        let hw = holders
-            .iter()
-            .filter(|r| **r != self.node_id)
-            .map(|r| followers.get(r).copied().unwrap_or(0).min(leo))
-            .fold(leo, i64::min);
-        if hw > log.high_watermark() {
-            log.set_high_watermark(hw);
-            true
-        } else {
-            false
-        }
+    /// The ISR change waiting for the controller, if any (for tests and diagnostics).
+    pub fn pending_isr(&self) -> Option<Vec<i32>> {
+        self.leader_state
+            .lock()
+            .as_ref()
+            .and_then(|s| s.pending_isr().map(<[i32]>::to_vec))
     }
 
     /// Follower side: appends the leader's batches as they are (offsets and epochs kept) and

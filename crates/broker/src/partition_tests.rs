@@ -86,8 +86,8 @@ fn hw_is_the_smallest_leo_in_the_isr() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
     append(&p, 10);
-    assert_eq!(hw(&p), 0, "follower 2 has nothing yet");
-    p.record_follower_fetch(2, 6);
+    assert_eq!(hw(&p), 0, "follower 2 has not fetched yet");
+    assert!(p.record_follower_fetch(2, 6).hw_changed);
     assert_eq!(hw(&p), 6);
     p.record_follower_fetch(2, 10);
     assert_eq!(hw(&p), 10);
@@ -98,49 +98,91 @@ fn a_pending_expansion_holds_the_hw_at_the_joining_follower() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
     append(&p, 10);
-    p.record_follower_fetch(3, 4);
     p.record_follower_fetch(2, 10);
-    assert_eq!(hw(&p), 10, "3 is neither in the ISR nor caught up");
-    // 3 is being added (as if it had reached the HW): until the controller answers, the HW
-    // must not run ahead of it, or it could join the ISR without records consumers read.
+    assert_eq!(hw(&p), 10);
+    assert!(
+        p.record_follower_fetch(3, 4).propose.is_none(),
+        "below the HW"
+    );
     let request = p
-        .begin_isr_change(vec![1, 2, 3])
-        .expect("no change in flight");
+        .record_follower_fetch(3, 10)
+        .propose
+        .expect("3 reached the HW: expansion proposed");
     assert_eq!(request.new_isr, vec![1, 2, 3]);
+    assert_eq!((request.leader_epoch, request.partition_epoch), (0, 0));
+    // Until the controller answers, the HW must not run ahead of 3, or it could join the ISR
+    // without records consumers have read.
     append(&p, 5);
     p.record_follower_fetch(2, 15);
-    assert_eq!(
-        hw(&p),
-        10,
-        "held by the joining follower at 4 (and never moves back)"
-    );
+    assert_eq!(hw(&p), 10, "held by the joining follower");
     p.record_follower_fetch(3, 12);
     assert_eq!(hw(&p), 12);
     assert!(
-        p.begin_isr_change(vec![1, 2]).is_none(),
-        "one change in flight at a time"
+        p.isr_shrink(crate::clock::now_ms()).is_none(),
+        "one change at a time"
     );
-    // The image with the new ISR arrives: the pending change is done.
-    p.set_role(Role {
-        partition_epoch: 1,
-        isr: vec![1, 2, 3],
-        ..role(0, &[1, 2, 3], &[1, 2, 3])
-    });
-    assert!(p.begin_isr_change(vec![1, 2]).is_some());
+    // The controller commits it: settled, nothing to retry.
+    assert!(
+        !p.isr_change_answered(&request, Ok((vec![1, 2, 3], 1)))
+            .retry
+    );
+    assert_eq!(p.pending_isr(), None);
 }
 
 #[test]
-fn a_caught_up_live_follower_outside_the_isr_holds_the_hw() {
+fn refusals_keep_the_change_pending_unless_it_can_never_apply() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
     append(&p, 10);
-    p.record_follower_fetch(3, 10); // caught up with the LEO: about to rejoin
+    let request = p.record_follower_fetch(3, 10).propose.expect("expansion");
+    // No controller right now: try again, still pending.
+    assert!(p.isr_change_answered(&request, Err(41)).retry);
+    // A stale partition epoch: an earlier attempt may have been committed, so the change
+    // stays pending (and holds the HW) until the image settles it; no retry.
+    assert!(!p.isr_change_answered(&request, Err(95)).retry);
+    assert_eq!(p.pending_isr(), Some(vec![1, 2, 3]));
+    p.record_follower_fetch(2, 10);
     append(&p, 5);
     p.record_follower_fetch(2, 15);
-    assert_eq!(hw(&p), 10, "3 caught up a moment ago and holds the HW");
-    // Once its broker is fenced it no longer counts.
-    p.set_role(role(0, &[1, 2], &[1, 2]));
-    assert!(p.refresh_high_watermark());
+    assert_eq!(hw(&p), 10, "the pending member still holds the HW");
+    // The image with a newer partition epoch settles it.
+    p.set_role(Role {
+        partition_epoch: 1,
+        ..role(0, &[1, 2, 3], &[1, 2, 3])
+    });
+    assert_eq!(p.pending_isr(), None);
+    // INELIGIBLE_REPLICA: this very request was refused, so it is forgotten.
+    let dir = tempfile::tempdir().unwrap();
+    let q = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&q, 10);
+    let request = q.record_follower_fetch(3, 10).propose.expect("expansion");
+    assert!(!q.isr_change_answered(&request, Err(107)).retry);
+    assert_eq!(q.pending_isr(), None);
+    // An answer to a request that is no longer pending changes nothing.
+    let again = q
+        .record_follower_fetch(3, 10)
+        .propose
+        .expect("proposed again");
+    let stale = crate::controller_shell::AlterIsr {
+        new_isr: vec![1, 3],
+        ..again.clone()
+    };
+    assert!(!q.isr_change_answered(&stale, Err(107)).retry);
+    assert_eq!(q.pending_isr(), Some(vec![1, 2, 3]));
+}
+
+#[test]
+fn a_fenced_follower_neither_joins_nor_holds_the_hw() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2]));
+    append(&p, 10);
+    p.record_follower_fetch(2, 10);
+    assert!(
+        p.record_follower_fetch(3, 10).propose.is_none(),
+        "3's broker is fenced (ineligible, KIP-841)"
+    );
+    append(&p, 5);
+    p.record_follower_fetch(2, 15);
     assert_eq!(hw(&p), 15);
 }
 
@@ -156,13 +198,11 @@ fn expansion_needs_the_hw_and_the_current_epochs_start() {
         partition_epoch: 1,
         ..role(1, &[1, 2], &[1, 2, 3])
     });
-    p.record_follower_fetch(3, 7);
-    assert_eq!(
-        p.isr_expansion(3),
-        None,
+    assert!(
+        p.record_follower_fetch(3, 7).propose.is_none(),
         "position 7 >= HW 5 but before the epoch start 10"
     );
-    p.record_follower_fetch(3, 10);
-    assert_eq!(p.isr_expansion(3), Some(vec![1, 2, 3]));
-    assert_eq!(p.isr_expansion(2), None, "already in the ISR");
+    let request = p.record_follower_fetch(3, 10).propose.expect("expansion");
+    assert_eq!(request.new_isr, vec![1, 2, 3]);
+    assert_eq!((request.leader_epoch, request.partition_epoch), (1, 1));
 }

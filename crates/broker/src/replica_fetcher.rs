@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -121,7 +121,10 @@ async fn fetch_loop(
         let request = build_request(node_id, &replicas, &partitions);
         match exchange(stream, correlation, &request).await {
             Ok(response) => {
-                if !apply(&replicas, response) {
+                // An empty answer is the leader's long poll running out (it already waited
+                // MAX_WAIT_MS): fetch again at once, or new records would wait for the pause
+                // (and acks=all producers with them). Only errors back off.
+                if apply(&replicas, response) == Applied::Errors {
                     tokio::time::sleep(RETRY).await;
                 }
             }
@@ -202,9 +205,16 @@ async fn exchange(
                 "response size {size} out of bounds"
             )));
         }
-        let mut buf = vec![0u8; size as usize];
-        stream.read_exact(&mut buf).await?;
-        Ok(Bytes::from(buf))
+        // Read straight into uninitialised capacity (no zeroing pass over every response).
+        let size = size as usize;
+        let mut buf = BytesMut::with_capacity(size);
+        while buf.len() < size {
+            let want = (size - buf.len()) as u64;
+            if (&mut *stream).take(want).read_buf(&mut buf).await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+        Ok(buf.freeze())
     };
     let mut bytes =
         tokio::time::timeout(IO_TIMEOUT + Duration::from_millis(MAX_WAIT_MS as u64), io)
@@ -226,12 +236,22 @@ async fn exchange(
     Ok(response)
 }
 
-/// Applies one response; returns false when nothing useful came back (back off a little).
-fn apply(replicas: &ReplicaManager, response: FetchResponse) -> bool {
+/// What a fetch response brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// Records, a truncation, or nothing new (the long poll ran out): fetch again.
+    Fine,
+    /// The leader answered errors only (not leader yet, unknown partition, ...): back off.
+    Errors,
+}
+
+/// Applies one response.
+fn apply(replicas: &ReplicaManager, response: FetchResponse) -> Applied {
     if response.error_code != 0 {
-        return false;
+        return Applied::Errors;
     }
     let mut progressed = false;
+    let mut errors = false;
     for topic in response.responses {
         for pd in topic.partitions {
             let Some(p) = replicas.get(topic.topic.0.as_str(), pd.partition_index) else {
@@ -255,6 +275,7 @@ fn apply(replicas: &ReplicaManager, response: FetchResponse) -> bool {
                     }
                 }
                 1 => {
+                    errors = true;
                     // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
                     // change): cut back to the leader's high watermark and fetch from there.
                     let mut log = p.log.lock();
@@ -264,9 +285,13 @@ fn apply(replicas: &ReplicaManager, response: FetchResponse) -> bool {
                         }
                     }
                 }
-                _ => {}
+                _ => errors = true,
             }
         }
     }
-    progressed
+    if errors && !progressed {
+        Applied::Errors
+    } else {
+        Applied::Fine
+    }
 }

@@ -85,7 +85,7 @@ impl ReplicaManager {
                         .replicas
                         .iter()
                         .copied()
-                        .filter(|r| image.brokers.get(r).is_some_and(|b| !b.fenced))
+                        .filter(|r| image.brokers.get(r).is_some_and(|b| b.is_active()))
                         .collect(),
                     partition_epoch: p.partition_epoch,
                     config: config.clone(),
@@ -116,8 +116,6 @@ impl ReplicaManager {
                         }
                     },
                 };
-                // An ISR change (e.g. a fenced follower removed) may let the HW move.
-                partition.refresh_high_watermark();
                 wanted
                     .entry(name.clone())
                     .or_default()

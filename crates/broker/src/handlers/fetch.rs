@@ -128,11 +128,17 @@ fn read_once(
                 // position outside our log is answered OFFSET_OUT_OF_RANGE below and counts
                 // for nothing.
                 if in_log {
-                    if partition.record_follower_fetch(replica_id, fp.fetch_offset) {
+                    let outcome = partition.record_follower_fetch(replica_id, fp.fetch_offset);
+                    if outcome.hw_changed {
                         broker.replicas.appended.notify_waiters();
                     }
-                    if let Some(isr) = partition.isr_expansion(replica_id) {
-                        crate::isr::propose(broker.controller.clone(), partition.clone(), isr);
+                    if let Some(request) = outcome.propose {
+                        crate::isr::propose(
+                            broker.controller.clone(),
+                            broker.replicas.clone(),
+                            partition.clone(),
+                            request,
+                        );
                     }
                 }
             }

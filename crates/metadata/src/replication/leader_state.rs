@@ -202,6 +202,21 @@ impl LeaderPartitionState {
         self.config
     }
 
+    /// The assignment changed under the same leader epoch (a reassignment added or removed
+    /// replicas). New followers start unknown and out of sync, as on becoming leader; removed
+    /// ones are forgotten. Known followers keep their positions, and a pending ISR change
+    /// stays pending: the image that settles it is still to come.
+    pub fn update_replicas(&mut self, replicas: Vec<i32>, now_ms: i64) {
+        let leo = self.log_end_offset;
+        self.followers.retain(|r, _| replicas.contains(r));
+        for &r in replicas.iter().filter(|&&r| r != self.leader) {
+            self.followers
+                .entry(r)
+                .or_insert_with(|| FollowerState::new_for_leader(leo, now_ms, false));
+        }
+        self.replicas = replicas;
+    }
+
     /// A new topic configuration (dynamic `min.insync.replicas` / lag changes).
     pub fn set_config(&mut self, config: LeaderConfig) {
         self.config = config;

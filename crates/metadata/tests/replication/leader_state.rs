@@ -469,3 +469,30 @@ fn alter_partition_errors_that_retry_or_drop() {
     three_falls_behind(&mut s);
     assert_eq!(s.high_watermark(), 20);
 }
+
+#[test]
+fn a_reassignment_adds_unknown_followers_and_forgets_removed_ones() {
+    let mut s = leader(10, 0, &[1, 2, 3], 1);
+    fetch(&mut s, 2, 10, T0);
+    fetch(&mut s, 3, 10, T0);
+    assert_eq!(s.high_watermark(), 10);
+    // 4 joins the assignment; 3 leaves it (a move from [1,2,3] to [1,2,4] in progress).
+    s.update_replicas(vec![1, 2, 4, 3], T0 + 1);
+    assert!(s
+        .follower(4)
+        .is_some_and(|f| f.log_end_offset == UNKNOWN_OFFSET));
+    assert_eq!(s.follower(2).map(|f| f.log_end_offset), Some(10), "kept");
+    s.on_leader_append(20, T0 + 2);
+    fetch(&mut s, 2, 20, T0 + 2);
+    fetch(&mut s, 3, 20, T0 + 2);
+    assert_eq!(
+        s.high_watermark(),
+        20,
+        "4 is not in the ISR and never caught up"
+    );
+    let outcome = fetch(&mut s, 4, 20, T0 + 3);
+    assert_eq!(outcome.isr_expand, Some(vec![1, 2, 3, 4]));
+    s.update_replicas(vec![1, 2, 4], T0 + 4);
+    assert!(s.follower(3).is_none());
+    assert_eq!(s.pending_isr(), Some(&[1, 2, 3, 4][..]), "still pending");
+}
