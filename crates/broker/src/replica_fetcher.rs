@@ -4,7 +4,10 @@
 //! diverging epoch. The fetch position itself tells the leader how far this follower got.
 //!
 //! The set of followed partitions comes from the replica manager after every image; a task
-//! whose leader no longer leads anything here ends.
+//! whose leader no longer leads anything here ends. When a leader's set changes (a new topic, a
+//! leadership moved here), its task abandons the long poll in flight and fetches the new set at
+//! once, so new partitions do not wait up to `MAX_WAIT_MS` for their first fetch (acks=all
+//! produces to them would wait as long).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -25,12 +28,19 @@ use crate::replica_manager::ReplicaManager;
 const FETCH_VERSION: i16 = 12;
 const MAX_WAIT_MS: i32 = 500;
 const PARTITION_MAX_BYTES: i32 = 1 << 20;
+/// Pause after a connection failure.
 const RETRY: Duration = Duration::from_millis(200);
+/// First pause after an answer with errors only (often a leader whose metadata is a moment
+/// behind ours); doubled up to `RETRY` while the errors last.
+const FIRST_ERROR_PAUSE: Duration = Duration::from_millis(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Responses larger than this are refused (matches the broker's own request bound).
 const MAX_RESPONSE_BYTES: usize = 100 * 1024 * 1024;
 
 type Followed = Arc<Mutex<HashMap<i32, Vec<(String, i32)>>>>;
+
+/// Bumped whenever the followed sets change, so fetch tasks notice during a long poll.
+type FollowedVersion = watch::Sender<u64>;
 
 /// Watches the image and keeps one fetcher task per leader broker.
 pub fn spawn(
@@ -39,6 +49,7 @@ pub fn spawn(
     mut image: watch::Receiver<Arc<MetadataImage>>,
 ) {
     let followed: Followed = Arc::default();
+    let version: Arc<FollowedVersion> = Arc::new(watch::Sender::new(0));
     tokio::spawn(async move {
         let mut running: BTreeMap<i32, tokio::task::JoinHandle<()>> = BTreeMap::new();
         loop {
@@ -53,7 +64,14 @@ pub fn spawn(
                         .push((p.topic.clone(), p.index));
                 }
             }
-            *followed.lock() = by_leader.clone();
+            for set in by_leader.values_mut() {
+                set.sort();
+            }
+            let changed = *followed.lock() != by_leader;
+            if changed {
+                *followed.lock() = by_leader.clone();
+                version.send_modify(|v| *v += 1);
+            }
             running.retain(|_, task| !task.is_finished());
             for leader in by_leader.keys() {
                 if !running.contains_key(leader) {
@@ -62,6 +80,7 @@ pub fn spawn(
                         *leader,
                         replicas.clone(),
                         followed.clone(),
+                        version.subscribe(),
                         image.clone(),
                     ));
                     running.insert(*leader, task);
@@ -88,10 +107,12 @@ async fn fetch_loop(
     leader: i32,
     replicas: Arc<ReplicaManager>,
     followed: Followed,
+    mut version: watch::Receiver<u64>,
     image: watch::Receiver<Arc<MetadataImage>>,
 ) {
     let mut connection: Option<(String, TcpStream)> = None;
     let mut correlation = 0i32;
+    let mut error_pause = FIRST_ERROR_PAUSE;
     loop {
         let partitions = followed.lock().get(&leader).cloned().unwrap_or_default();
         if partitions.is_empty() {
@@ -119,13 +140,41 @@ async fn fetch_loop(
         };
         correlation = correlation.wrapping_add(1);
         let request = build_request(node_id, &replicas, &partitions);
-        match exchange(stream, correlation, &request).await {
+        version.mark_unchanged();
+        let answer = {
+            let exchange = exchange(stream, correlation, &request);
+            tokio::pin!(exchange);
+            loop {
+                tokio::select! {
+                    answer = &mut exchange => break Some(answer),
+                    changed = version.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let now = followed.lock().get(&leader).cloned().unwrap_or_default();
+                        if now != partitions {
+                            break None;
+                        }
+                    }
+                }
+            }
+        };
+        let Some(answer) = answer else {
+            // The set changed: drop the long poll in flight (its answer would come on this
+            // connection) and fetch the new set now.
+            connection = None;
+            continue;
+        };
+        match answer {
             Ok(response) => {
                 // An empty answer is the leader's long poll running out (it already waited
                 // MAX_WAIT_MS): fetch again at once, or new records would wait for the pause
-                // (and acks=all producers with them). Only errors back off.
+                // (and acks=all producers with them). Only errors back off, briefly at first.
                 if apply(&replicas, response) == Applied::Errors {
-                    tokio::time::sleep(RETRY).await;
+                    tokio::time::sleep(error_pause).await;
+                    error_pause = (error_pause * 2).min(RETRY);
+                } else {
+                    error_pause = FIRST_ERROR_PAUSE;
                 }
             }
             Err(e) => {
