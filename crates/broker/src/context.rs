@@ -87,9 +87,11 @@ impl Broker {
         }
     }
 
-    /// The broker's properties as the fallback for topic configs.
+    /// The broker's properties as the fallback for topic configs, with the dynamic broker
+    /// configs of the current image (this broker's, then the cluster-wide default) on top.
     pub fn broker_defaults(&self) -> BrokerDefaults {
-        self.defaults.clone()
+        self.defaults
+            .with_dynamic(&self.image(), Some(self.node_id))
     }
 
     /// The image as of now (cheap: an `Arc` clone).

@@ -67,10 +67,13 @@ impl ReplicaManager {
     pub fn apply_image(&self, image: &MetadataImage) {
         let mut wanted: HashMap<String, BTreeMap<i32, Arc<Partition>>> = HashMap::new();
         let current = self.partitions.read().clone();
+        // Dynamic broker configs (kafka-configs --entity-type brokers) sit between the static
+        // properties and topic overrides.
+        let dynamic_defaults = self.defaults.with_dynamic(image, Some(self.node_id));
         for (name, topic) in &image.topics {
             let config = Arc::new(effective_topic_config(
                 &image.topic_overrides(name),
-                &self.defaults,
+                &dynamic_defaults,
             ));
             for (&index, p) in &topic.partitions {
                 if !p.replicas.contains(&self.node_id) {

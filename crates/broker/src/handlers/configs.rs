@@ -1,8 +1,10 @@
 //! DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44).
 //!
-//! Topic configs are metadata: changes go through the controller as Config records. Broker
-//! configs are static (file and `--override`) for now, so they are described read-only and
-//! changing them is refused with a clear message.
+//! Topic configs and dynamic broker configs are metadata: changes go through the controller as
+//! Config records. Broker resource "" is the cluster-wide dynamic default, "<id>" one broker;
+//! dynamic broker configs are the properties that are topic-config defaults (the controller
+//! refuses others). Everything else comes from the static configuration (file and
+//! `--override`) and is described read-only.
 
 use std::sync::Arc;
 
@@ -25,6 +27,8 @@ use crate::errors::code;
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const DYNAMIC_BROKER_CONFIG: i8 = 2;
+const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
 
@@ -108,24 +112,55 @@ pub async fn describe(
                         .collect();
                     result.with_configs(configs)
                 }
+                // The cluster-wide default resource holds only dynamic defaults (as in Kafka).
+                BROKER if name.is_empty() => {
+                    let configs = image
+                        .broker_configs("")
+                        .iter()
+                        .filter(|(k, _)| wanted(k))
+                        .map(|(k, v)| {
+                            entry(k, Some(v), DYNAMIC_DEFAULT_BROKER_CONFIG, false, false, request.include_synonyms)
+                        })
+                        .collect();
+                    result.with_configs(configs)
+                }
                 BROKER => {
-                    if !name.is_empty() && name != broker.node_id.to_string() {
+                    if name != broker.node_id.to_string() {
                         return result
                             .with_error_code(code::INVALID_REQUEST)
                             .with_error_message(Some(str_bytes(&format!(
                                 "Broker {name} is not this broker; send DescribeConfigs for it to that broker"
                             ))));
                     }
-                    let configs = broker
+                    let own = image.broker_configs(name);
+                    let cluster = image.broker_configs("");
+                    let mut configs: Vec<_> = broker
                         .config
                         .all()
                         .iter()
                         .filter(|(k, _, _)| wanted(k))
                         .map(|(k, v, explicit)| {
-                            let source = if *explicit { STATIC_BROKER_CONFIG } else { DEFAULT_CONFIG };
-                            entry(k, Some(v), source, true, false, request.include_synonyms)
+                            if let Some(d) = own.get(k.as_str()) {
+                                entry(k, Some(d), DYNAMIC_BROKER_CONFIG, false, false, request.include_synonyms)
+                            } else if let Some(d) = cluster.get(k.as_str()) {
+                                entry(k, Some(d), DYNAMIC_DEFAULT_BROKER_CONFIG, false, false, request.include_synonyms)
+                            } else {
+                                let source = if *explicit { STATIC_BROKER_CONFIG } else { DEFAULT_CONFIG };
+                                entry(k, Some(v), source, true, false, request.include_synonyms)
+                            }
                         })
                         .collect();
+                    // Dynamic keys the static table does not list.
+                    let listed = broker.config.all();
+                    for (source, map) in [(DYNAMIC_BROKER_CONFIG, &own), (DYNAMIC_DEFAULT_BROKER_CONFIG, &cluster)] {
+                        for (k, v) in map.iter().filter(|(k, _)| wanted(k)) {
+                            let known = listed.iter().any(|(l, _, _)| l == k)
+                                || configs.iter().any(|c| c.name.as_str() == k.as_str());
+                            if !known {
+                                configs.push(entry(k, Some(v), source, false, false, request.include_synonyms));
+                            }
+                        }
+                    }
                     result.with_configs(configs)
                 }
                 other => result
@@ -148,21 +183,17 @@ async fn alter_resource(
 ) -> (i16, Option<StrBytes>) {
     let resource = match resource_type {
         TOPIC => ConfigResource::Topic(name.to_string()),
-        // No broker config can be set at runtime yet, so none is set dynamically: deleting
-        // one (as kafka-reassign-partitions.sh --verify does with the replication throttles)
-        // changes nothing and succeeds, as it does on Kafka when the key is unset.
-        BROKER if incremental && ops.iter().all(|(_, op, _)| *op == AlterConfigOp::Delete) => {
-            return (code::NONE, None)
-        }
-        BROKER => {
+        // Dynamic broker configs: "" is the cluster-wide default, "<id>" one broker. The
+        // controller accepts the properties that are synonyms of topic configs (the defaults
+        // every topic without an override follows, e.g. log.retention.ms or
+        // unclean.leader.election.enable); deleting an unset key is a no-op, as in Kafka.
+        BROKER => ConfigResource::Broker(name.to_string()),
+        other => {
             return (
                 code::INVALID_REQUEST,
-                Some(str_bytes(
-                    "Changing broker configs at runtime is not supported yet: set them with --override or --config and restart",
-                )),
+                Some(str_bytes(&format!("Unsupported resource type {other}"))),
             )
         }
-        other => return (code::INVALID_REQUEST, Some(str_bytes(&format!("Unsupported resource type {other}")))),
     };
     match broker
         .controller

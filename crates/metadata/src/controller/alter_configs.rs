@@ -195,9 +195,13 @@ fn list_def(
     }
 }
 
-/// Topic keys are validated by the topic table. Broker keys are free-form properties, but a
-/// property that is the synonym of a topic key must hold a value of that key's type and range
-/// (`log.retention.hours=abc` would otherwise poison every topic's effective config).
+/// Topic keys are validated by the topic table. Broker keys may be set dynamically when they
+/// are the synonym of a topic key (the defaults every topic without an override follows, e.g.
+/// `log.retention.ms`, `unclean.leader.election.enable`, `min.insync.replicas`), and must then
+/// hold a value of that key's type and range (`log.retention.hours=abc` would otherwise poison
+/// every topic's effective config). Other properties (listeners, directories, ids, ...) only
+/// take effect at startup, so setting them at runtime is refused as Kafka refuses its static
+/// properties.
 fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(), ApiError> {
     match resource {
         ConfigResource::Topic(_) => validate_topic_config(key, value),
@@ -209,7 +213,9 @@ fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(),
                 Some((def, _)) => crate::topic_config::parse_value(def, value)
                     .map(|_| ())
                     .map_err(|e| ApiError::invalid_config(e.message.replacen(def.name, key, 1))),
-                None => Ok(()),
+                None => Err(ApiError::invalid_request(format!(
+                    "Cannot update these configs dynamically: Set({key})"
+                ))),
             }
         }
     }

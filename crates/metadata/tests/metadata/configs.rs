@@ -259,6 +259,31 @@ fn dynamic_broker_defaults_take_precedence_over_static() {
         false,
     );
     assert_eq!(code(&r), 42);
+    // Only topic-config defaults are dynamic; static properties are refused.
+    let (r, recs) = h.controller.alter_configs(
+        &h.image,
+        &ConfigResource::Broker("1".into()),
+        &[("log.dirs".into(), AlterConfigOp::Set, Some("/x".into()))],
+        true,
+        false,
+    );
+    assert_eq!(code(&r), 42);
+    assert!(recs.is_empty());
+    // Deleting a key that is not set changes nothing and succeeds (reassign --verify clears
+    // the replication throttles that way).
+    let (r, recs) = h.controller.alter_configs(
+        &h.image,
+        &ConfigResource::Broker("1".into()),
+        &[(
+            "leader.replication.throttled.rate".into(),
+            AlterConfigOp::Delete,
+            None,
+        )],
+        true,
+        false,
+    );
+    assert_eq!(code(&r), 0);
+    assert!(recs.is_empty());
 }
 
 #[test]
