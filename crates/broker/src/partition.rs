@@ -93,6 +93,9 @@ pub struct Appended {
     pub duplicate: bool,
     /// The broker time stamped on the batches (LogAppendTime topics), else -1.
     pub log_append_time: i64,
+    /// The leader epoch the records were appended (or found) in: acks=all must still be the
+    /// leader of this epoch when the high watermark covers them.
+    pub leader_epoch: i32,
 }
 
 /// Maps the effective topic configuration onto the log's settings.
@@ -281,6 +284,7 @@ impl Partition {
                 log_start_offset: log.log_start_offset(),
                 duplicate: true,
                 log_append_time,
+                leader_epoch: role.leader_epoch,
             });
         }
         let info: AppendInfo = log
@@ -298,6 +302,7 @@ impl Partition {
             log_start_offset: info.log_start_offset,
             duplicate: false,
             log_append_time,
+            leader_epoch: role.leader_epoch,
         })
     }
 
@@ -395,12 +400,27 @@ impl Partition {
     pub fn append_as_follower(&self, records: &[u8], leader_hw: i64) -> Result<(), LogError> {
         let mut log = self.log.lock();
         if !records.is_empty() {
-            log.append_as_follower(records)?;
+            if let Some(info) = log.append_as_follower(records)? {
+                // Keep the idempotent-producer state as the leader's, so this replica checks
+                // sequences correctly the moment it becomes the leader (Kafka updates its
+                // ProducerStateManager on replication too).
+                record_replicated_producers(&mut self.producers.lock(), records, info.last_offset);
+            }
         }
         let hw = leader_hw.min(log.log_end_offset());
         if hw > log.high_watermark() {
             log.set_high_watermark(hw);
         }
+        Ok(())
+    }
+
+    /// Follower side: cuts the log back to `offset` (a diverging tail, or past an unclean
+    /// leader's end) and rebuilds the producer state from what remains, so sequences of the
+    /// removed batches are not taken for duplicates.
+    pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
+        let mut log = self.log.lock();
+        log.truncate_to(offset)?;
+        *self.producers.lock() = rebuild_producer_state(&log);
         Ok(())
     }
 
@@ -545,6 +565,32 @@ fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
         }
     }
     table
+}
+
+/// Records the idempotent batches a follower appended (each with the offsets the leader gave
+/// it), up to `last_offset` (a fetch response may end with a partial batch, never appended).
+fn record_replicated_producers(
+    producers: &mut ProducerStateTable,
+    records: &[u8],
+    last_offset: i64,
+) {
+    let mut rest = records;
+    while let Ok(h) = BatchHeader::parse(rest) {
+        if h.total_size() > rest.len() || h.last_offset() > last_offset {
+            break;
+        }
+        if h.producer_id >= 0 {
+            let last = last_seq(h.base_sequence, h.record_count);
+            producers.record(
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                last,
+                h.base_offset,
+            );
+        }
+        rest = &rest[h.total_size()..];
+    }
 }
 
 fn record_producers(

@@ -206,3 +206,78 @@ fn expansion_needs_the_hw_and_the_current_epochs_start() {
     assert_eq!(request.new_isr, vec![1, 2, 3]);
     assert_eq!((request.leader_epoch, request.partition_epoch), (1, 1));
 }
+
+/// A v2 batch from idempotent producer 9 (epoch 0): `n` records from sequence `seq`, at
+/// `base_offset` (what a follower receives; a producer sends 0), stamped with `leader_epoch`.
+fn idempotent(seq: i32, n: usize, base_offset: i64, leader_epoch: i32) -> BytesMut {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: leader_epoch,
+            producer_id: 9,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: base_offset + i as i64,
+            sequence: seq + i as i32,
+            timestamp: crate::clock::now_ms(),
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .unwrap();
+    buf
+}
+
+/// Broker 1 following broker 2 (epoch 0).
+fn follower_role() -> Role {
+    Role {
+        leader: 2,
+        ..role(0, &[1, 2, 3], &[1, 2, 3])
+    }
+}
+
+#[test]
+fn a_follower_keeps_the_producer_state_for_when_it_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), follower_role());
+    p.append_as_follower(&idempotent(0, 3, 0, 0), 0).unwrap();
+    p.append_as_follower(&idempotent(3, 3, 3, 0), 0).unwrap();
+    p.set_role(role(1, &[1, 2, 3], &[1, 2, 3]));
+    // The producer retries the batch whose acknowledgement died with the old leader.
+    let retry = p.append_as_leader(&idempotent(3, 3, 0, -1), 1, 1).unwrap();
+    assert!(
+        retry.duplicate,
+        "a retry of a replicated batch is not appended twice"
+    );
+    assert_eq!(retry.base_offset, 3);
+    // A sequence gap is refused, the next batch in sequence appended.
+    let gap = p.append_as_leader(&idempotent(9, 1, 0, -1), 1, 1);
+    assert_eq!(gap.err().map(|(code, _)| code), Some(45));
+    let next = p.append_as_leader(&idempotent(6, 2, 0, -1), 1, 1).unwrap();
+    assert_eq!((next.base_offset, next.duplicate), (6, false));
+}
+
+#[test]
+fn truncation_forgets_the_producer_state_of_the_cut_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), follower_role());
+    p.append_as_follower(&idempotent(0, 3, 0, 0), 0).unwrap();
+    p.append_as_follower(&idempotent(3, 3, 3, 0), 0).unwrap();
+    // The new leader never had the second batch: the follower cuts it.
+    p.truncate_to(3).unwrap();
+    p.set_role(role(1, &[1, 2, 3], &[1, 2, 3]));
+    let resent = p.append_as_leader(&idempotent(3, 3, 0, -1), 1, 1).unwrap();
+    assert_eq!((resent.base_offset, resent.duplicate), (3, false));
+}

@@ -311,7 +311,7 @@ fn apply(replicas: &ReplicaManager, response: FetchResponse) -> Applied {
                     if pd.diverging_epoch.epoch >= 0 {
                         let end = pd.diverging_epoch.end_offset;
                         tracing::info!(topic = %p.topic, partition = p.index, end, "truncating a diverging tail");
-                        if let Err(e) = p.log.lock().truncate_to(end) {
+                        if let Err(e) = p.truncate_to(end) {
                             tracing::error!(error = %e, "truncation failed");
                         }
                         progressed = true;
@@ -327,9 +327,9 @@ fn apply(replicas: &ReplicaManager, response: FetchResponse) -> Applied {
                     errors = true;
                     // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
                     // change): cut back to the leader's high watermark and fetch from there.
-                    let mut log = p.log.lock();
-                    if log.log_end_offset() > pd.high_watermark && pd.high_watermark >= 0 {
-                        if let Err(e) = log.truncate_to(pd.high_watermark) {
+                    let leo = p.log.lock().log_end_offset();
+                    if leo > pd.high_watermark && pd.high_watermark >= 0 {
+                        if let Err(e) = p.truncate_to(pd.high_watermark) {
                             tracing::error!(error = %e, "truncation failed");
                         }
                     }

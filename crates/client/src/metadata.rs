@@ -176,9 +176,14 @@ impl ClusterMetadata {
         (meta, errors)
     }
 
-    /// The leader of a partition, if known.
+    /// The leader of a partition, if known and among the live brokers. A leader missing from
+    /// the broker list (fenced or stopped since the topic's metadata was fetched, while a later
+    /// brokers-only refresh already dropped it) counts as no leader: callers refresh the topic
+    /// and retry instead of failing with BROKER_NOT_AVAILABLE, as the Java client's
+    /// `Cluster.leaderFor` treats an unknown leader node as unavailable.
     pub fn leader_for(&self, topic: &str, partition: i32) -> Option<i32> {
-        self.topics.get(topic)?.partition(partition)?.leader
+        let leader = self.topics.get(topic)?.partition(partition)?.leader?;
+        self.brokers.contains_key(&leader).then_some(leader)
     }
 }
 
@@ -235,5 +240,16 @@ mod tests {
             }]
         );
         assert_eq!(meta.controller_id, Some(1));
+    }
+
+    #[test]
+    fn a_leader_missing_from_the_brokers_is_no_leader() {
+        let (meta, _) = ClusterMetadata::merge(&ClusterMetadata::default(), &response(), false);
+        // A brokers-only refresh after broker 1 was fenced keeps the topic but drops the broker.
+        let mut brokers_only = MetadataResponse::default();
+        brokers_only.controller_id = BrokerId(2);
+        let (meta, _) = ClusterMetadata::merge(&meta, &brokers_only, false);
+        assert_eq!(meta.topics["t"].partitions[0].leader, Some(1));
+        assert_eq!(meta.leader_for("t", 0), None);
     }
 }

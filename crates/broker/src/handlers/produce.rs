@@ -87,20 +87,32 @@ pub async fn handle(
                     if acks == -1 {
                         let deadline = tokio::time::Instant::now()
                             + std::time::Duration::from_millis(timeout_ms.max(0) as u64);
-                        if !wait_for_high_watermark(
+                        match wait_for_high_watermark(
                             broker,
                             &partition,
                             appended.last_offset + 1,
+                            appended.leader_epoch,
                             deadline,
                         )
                         .await
                         {
-                            partitions.push(error(
-                                index,
-                                code::REQUEST_TIMED_OUT,
-                                "the in-sync replicas did not confirm the write in time",
-                            ));
-                            continue;
+                            Replicated::Yes => {}
+                            Replicated::TimedOut => {
+                                partitions.push(error(
+                                    index,
+                                    code::REQUEST_TIMED_OUT,
+                                    "the in-sync replicas did not confirm the write in time",
+                                ));
+                                continue;
+                            }
+                            Replicated::LeadershipMoved => {
+                                partitions.push(error(
+                                    index,
+                                    code::NOT_LEADER_OR_FOLLOWER,
+                                    "the leadership moved before the in-sync replicas confirmed the write",
+                                ));
+                                continue;
+                            }
                         }
                         // Written and replicated, but the ISR shrank below the minimum meanwhile
                         // (spec E.4): the client learns its durability guarantee was not met.
@@ -152,25 +164,54 @@ fn fit_to_version(mut response: ProduceResponse, version: i16) -> ProduceRespons
     response
 }
 
-/// acks=all: waits until the high watermark covers `offset` (every ISR member has it).
+/// How an acks=all wait ended.
+enum Replicated {
+    /// The high watermark covers the write, and this broker still leads in its epoch.
+    Yes,
+    TimedOut,
+    /// This broker no longer leads in the epoch of the append: as a follower it may truncate
+    /// the write away and later reach its offset with other records, so only the new leader
+    /// can tell (the client retries there). Kafka answers NOT_LEADER_OR_FOLLOWER too.
+    LeadershipMoved,
+}
+
+/// acks=all: waits until the high watermark covers `offset` (every ISR member has it), while
+/// this broker leads in `leader_epoch`.
 async fn wait_for_high_watermark(
     broker: &Arc<Broker>,
     partition: &crate::partition::Partition,
     offset: i64,
+    leader_epoch: i32,
     deadline: tokio::time::Instant,
-) -> bool {
+) -> Replicated {
+    let check = || {
+        // The HW first, then the role: a follower's HW only moves after its role changed.
+        let hw = partition.log.lock().high_watermark();
+        let role = partition.role();
+        if role.leader != broker.node_id || role.leader_epoch != leader_epoch {
+            Some(Replicated::LeadershipMoved)
+        } else if hw >= offset {
+            Some(Replicated::Yes)
+        } else {
+            None
+        }
+    };
     loop {
         let notified = broker.replicas.appended.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if partition.log.lock().high_watermark() >= offset {
-            return true;
+        if let Some(done) = check() {
+            return done;
         }
+        if tokio::time::Instant::now() >= deadline {
+            return Replicated::TimedOut;
+        }
+        // A leadership change does not notify `appended`: look again at least every 100 ms.
+        let wake =
+            deadline.min(tokio::time::Instant::now() + std::time::Duration::from_millis(100));
         tokio::select! {
             _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline) => {
-                return partition.log.lock().high_watermark() >= offset;
-            }
+            _ = tokio::time::sleep_until(wake) => {}
         }
     }
 }

@@ -196,14 +196,25 @@ impl Accumulator {
         (out, next)
     }
 
-    /// Puts a batch back at the front of its partition's queue (retry keeps ordering).
+    /// Puts a batch back at the front of its partition's queue (retry keeps ordering). Batches
+    /// that already have a sequence (idempotence) go back in sequence order: several may have
+    /// been in flight and fail in any order, and resending a later one first would make the
+    /// broker see a sequence gap (Kafka's `insertInSequenceOrder`).
     pub fn requeue(&mut self, batch: Batch) {
         let idx = usize::try_from(batch.partition).unwrap_or(0);
         let queues = self.topics.entry(batch.topic.clone()).or_default();
         if queues.len() <= idx {
             queues.resize_with(idx + 1, PartitionQueue::default);
         }
-        queues[idx].ready.push_front(batch);
+        let ready = &mut queues[idx].ready;
+        let at = match batch.base_sequence {
+            Some(seq) => ready
+                .iter()
+                .position(|b| b.base_sequence.is_none_or(|s| s > seq))
+                .unwrap_or(ready.len()),
+            None => 0,
+        };
+        ready.insert(at, batch);
     }
 
     /// Whether any batch is waiting (open or ready).
@@ -279,6 +290,33 @@ mod tests {
         let (out, _) = acc.drain(now, Duration::from_secs(1), true, false);
         assert_eq!(out.len(), 1);
         assert!(!acc.has_waiting());
+    }
+
+    #[test]
+    fn requeued_idempotent_batches_keep_sequence_order() {
+        let mut acc = Accumulator::default();
+        let now = Instant::now();
+        let mut sent = Vec::new();
+        for _ in 0..3 {
+            acc.append("t", 0, rec(), 10, 10, now);
+            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true);
+            sent.push(out.remove(0));
+        }
+        // A full batch not sent yet.
+        acc.append("t", 0, rec(), 10, 10, now);
+        // The in-flight batches fail (responses come in order) and are requeued as they fail.
+        for b in sent {
+            acc.requeue(b);
+        }
+        let mut order = Vec::new();
+        loop {
+            let (out, _) = acc.drain(now, Duration::ZERO, false, true);
+            let Some(b) = out.into_iter().next() else {
+                break;
+            };
+            order.push(b.base_sequence);
+        }
+        assert_eq!(order, vec![Some(0), Some(1), Some(2), Some(3)]);
     }
 
     #[test]
