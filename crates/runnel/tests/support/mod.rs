@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
