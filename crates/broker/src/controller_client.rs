@@ -298,6 +298,23 @@ impl ControllerClient {
         }
     }
 
+    /// The end of a controlled shutdown: fence this broker now (bounded: on failure its session
+    /// simply expires).
+    pub async fn shutdown_complete(
+        &self,
+        broker_id: i32,
+        deadline: Duration,
+    ) -> Result<(), ApiError> {
+        match self
+            .call(Rq::ShutdownComplete { broker_id }, deadline)
+            .await?
+        {
+            Rs::Done => Ok(()),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("ShutdownComplete")),
+        }
+    }
+
     /// A leader's ISR change: the committed ISR and partition epoch. Bounded, since the
     /// leader decides itself whether to try again.
     pub async fn alter_partition(

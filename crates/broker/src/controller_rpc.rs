@@ -67,6 +67,9 @@ pub enum ControllerRequest {
     ControlledShutdown {
         broker_id: i32,
     },
+    ShutdownComplete {
+        broker_id: i32,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,6 +156,9 @@ pub async fn serve(
             .controlled_shutdown(broker_id)
             .await
             .map(Rs::Remaining),
+        Rq::ShutdownComplete { broker_id } => {
+            handle.shutdown_complete(broker_id).await.map(|()| Rs::Done)
+        }
         Rq::AlterPartition(request) => handle
             .alter_partition(request)
             .await

@@ -96,6 +96,10 @@ enum Command {
     },
     /// Answer: how many leaderships stay with the broker (no in-sync replica to take them).
     ControlledShutdown { broker_id: i32, reply: Reply<usize> },
+    /// The broker finished its controlled shutdown and stopped heartbeating: it is fenced and
+    /// its session ends now, so its next process registers without waiting for the session
+    /// timeout (KRaft fences a broker whose controlled shutdown completed).
+    ShutdownComplete { broker_id: i32, reply: Reply<()> },
 }
 
 /// A leader's ISR change request (Kafka's AlterPartition, spec I.3 item 6).
@@ -124,6 +128,7 @@ impl Command {
             Command::AlterPartition { .. } => "AlterPartition",
             Command::AlterReassignments { .. } => "AlterPartitionReassignments",
             Command::ControlledShutdown { .. } => "ControlledShutdown",
+            Command::ShutdownComplete { .. } => "ShutdownComplete",
         }
     }
 
@@ -142,6 +147,7 @@ impl Command {
             Command::AlterPartition { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterReassignments { reply, .. } => drop(reply.send(Err(e))),
             Command::ControlledShutdown { reply, .. } => drop(reply.send(Err(e))),
+            Command::ShutdownComplete { reply, .. } => drop(reply.send(Err(e))),
         }
     }
 }
@@ -266,6 +272,11 @@ impl ControllerHandle {
 
     pub async fn controlled_shutdown(&self, broker_id: i32) -> Result<usize, ApiError> {
         self.call(|reply| Command::ControlledShutdown { broker_id, reply })
+            .await
+    }
+
+    pub async fn shutdown_complete(&self, broker_id: i32) -> Result<(), ApiError> {
+        self.call(|reply| Command::ShutdownComplete { broker_id, reply })
             .await
     }
 
@@ -612,6 +623,10 @@ impl ControllerShell {
                 let result = self.commit(records).await.map(|()| remaining);
                 let _ = reply.send(result);
             }
+            Command::ShutdownComplete { broker_id, reply } => {
+                let result = self.shutdown_complete(broker_id).await;
+                let _ = reply.send(result);
+            }
             Command::AlterPartition { request, reply } => {
                 let result = self.alter_partition(request).await;
                 let _ = reply.send(result);
@@ -745,6 +760,24 @@ impl ControllerShell {
             return Ok(false);
         }
         Ok(fenced)
+    }
+
+    /// Fences a broker that completed its controlled shutdown and forgets its session. Only a
+    /// broker in controlled shutdown may ask (a live broker is never fenced this way).
+    async fn shutdown_complete(&mut self, broker_id: i32) -> Result<(), ApiError> {
+        let in_shutdown = self
+            .image
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| b.in_controlled_shutdown && !b.fenced);
+        if !in_shutdown {
+            return Ok(());
+        }
+        let records = self.controller.fence_broker(&self.image, broker_id);
+        self.commit(records).await?;
+        self.sessions.remove(&broker_id);
+        tracing::info!(broker_id, "controlled shutdown complete: broker fenced");
+        Ok(())
     }
 
     /// Moves leadership back to preferred replicas when a broker's imbalance is too high.

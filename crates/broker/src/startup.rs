@@ -40,6 +40,8 @@ pub struct RunningBroker {
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
     quorum: Option<Arc<MetadataQuorum>>,
+    /// The cluster broker's heartbeats (stopped before it tells the controller it is done).
+    heartbeats: Option<JoinHandle<()>>,
 }
 
 /// Reads `meta.properties` (Kafka's format) or writes a new one. A single node gets a fresh
@@ -310,6 +312,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let listen_addr = listener.local_addr()?;
     let (host, port) = advertised(&config, listen_addr)?;
 
+    let mut heartbeats = None;
     let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
         None => {
             let cluster_id = cluster_id(&data_dir, config.node_id, None)?;
@@ -415,14 +418,14 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 let heartbeat_every = Duration::from_millis(
                     config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
                 );
-                tokio::spawn(heartbeat_loop(
+                heartbeats = Some(tokio::spawn(heartbeat_loop(
                     client.clone(),
                     config.node_id,
                     incarnation,
                     (host.clone(), port, config.rack()),
                     image_rx.clone(),
                     heartbeat_every,
-                ));
+                )));
             }
             (cluster_id, image_rx, client, Some(quorum))
         }
@@ -495,6 +498,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         shutdown,
         server,
         quorum,
+        heartbeats,
     })
 }
 
@@ -605,9 +609,28 @@ impl RunningBroker {
         }
     }
 
+    /// Ends the session with the controller right away (heartbeats stopped first, or the next
+    /// one would unfence the broker again), so the next process of this node registers at once
+    /// instead of waiting out `broker.session.timeout.ms`.
+    async fn end_session(&self) {
+        let Some(heartbeats) = &self.heartbeats else {
+            return;
+        };
+        heartbeats.abort();
+        if let Err(e) = self
+            .broker
+            .controller
+            .shutdown_complete(self.node_id, Duration::from_secs(3))
+            .await
+        {
+            tracing::debug!(error = %e.message, "could not end the session; it will expire");
+        }
+    }
+
     /// Stops serving, flushes every log and writes the clean-shutdown marker.
     pub async fn shutdown(self) -> Result<(), BrokerError> {
         self.controlled_shutdown().await;
+        self.end_session().await;
         let _ = self.shutdown.send(true);
         let _ = self.server.await;
         let replicas = self.broker.replicas.clone();

@@ -518,6 +518,26 @@ fn sigterm_moves_leadership_before_the_broker_stops() {
 }
 
 #[test]
+fn a_broker_restarted_after_sigterm_rejoins_without_waiting_out_its_session() {
+    // A session far longer than the test's wait: only a session ended by the clean shutdown
+    // lets the new process register in time (a kill -9 would have to wait the full minute).
+    let mut cluster = Cluster::start(3, &["broker.session.timeout.ms=60000"]);
+    let addr = cluster.addr(0);
+    wait_until("all brokers live", || {
+        live_broker_ids(&addr) == Some(vec![1, 2, 3])
+    });
+    assert!(cluster.stop(2), "SIGTERM exits cleanly");
+    wait_until(
+        "broker 3 fenced at the end of its controlled shutdown",
+        || live_broker_ids(&addr) == Some(vec![1, 2]),
+    );
+    cluster.restart(2);
+    wait_until("broker 3 registered and unfenced again", || {
+        live_broker_ids(&addr) == Some(vec![1, 2, 3])
+    });
+}
+
+#[test]
 fn leadership_returns_to_the_preferred_replica_after_it_rejoins() {
     let mut cluster = Cluster::start(
         3,
