@@ -192,6 +192,9 @@ impl Partition {
                 s
             }
             None => {
+                if let Err(e) = log.assign_leader_epoch(role.leader_epoch) {
+                    tracing::error!(topic = %self.topic, partition = self.index, error = %e, "cannot record the new leader epoch");
+                }
                 let mut fresh = LeaderPartitionState::new(
                     BecomeLeader {
                         leader: self.node_id,

@@ -114,9 +114,18 @@ async fn fetch_loop(
     let mut correlation = 0i32;
     let mut error_pause = FIRST_ERROR_PAUSE;
     loop {
+        // Seen before reading the set: a change after this line interrupts the fetch below.
+        version.mark_unchanged();
         let partitions = followed.lock().get(&leader).cloned().unwrap_or_default();
         if partitions.is_empty() {
-            return;
+            // Nothing to fetch from this leader now. The task stays (one per broker at most)
+            // and waits for the set to change, so it can never exit just as new partitions
+            // arrive for it.
+            connection = None;
+            if version.changed().await.is_err() {
+                return;
+            }
+            continue;
         }
         let Some(address) = leader_address(&image.borrow(), leader) else {
             tokio::time::sleep(RETRY).await;
@@ -140,13 +149,13 @@ async fn fetch_loop(
         };
         correlation = correlation.wrapping_add(1);
         let request = build_request(node_id, &replicas, &partitions);
-        version.mark_unchanged();
+        let epochs = requested_epochs(&request);
         let answer = {
             let exchange = exchange(stream, correlation, &request);
             tokio::pin!(exchange);
             loop {
                 tokio::select! {
-                    answer = &mut exchange => break Some(answer),
+                    biased;
                     changed = version.changed() => {
                         if changed.is_err() {
                             return;
@@ -156,6 +165,7 @@ async fn fetch_loop(
                             break None;
                         }
                     }
+                    answer = &mut exchange => break Some(answer),
                 }
             }
         };
@@ -170,7 +180,7 @@ async fn fetch_loop(
                 // An empty answer is the leader's long poll running out (it already waited
                 // MAX_WAIT_MS): fetch again at once, or new records would wait for the pause
                 // (and acks=all producers with them). Only errors back off, briefly at first.
-                if apply(&replicas, response) == Applied::Errors {
+                if apply(&replicas, leader, &epochs, response) == Applied::Errors {
                     tokio::time::sleep(error_pause).await;
                     error_pause = (error_pause * 2).min(RETRY);
                 } else {
@@ -294,8 +304,48 @@ enum Applied {
     Errors,
 }
 
-/// Applies one response.
-fn apply(replicas: &ReplicaManager, response: FetchResponse) -> Applied {
+/// The leader epoch each partition was fetched in.
+fn requested_epochs(request: &FetchRequest) -> HashMap<(String, i32), i32> {
+    request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| ((t.topic.0.to_string(), p.partition), p.current_leader_epoch))
+        })
+        .collect()
+}
+
+/// Where a follower truncates for the leader's DivergingEpoch (spec E.5, the pure
+/// `truncation_point`): below both the leader's end of that epoch and its own, or to its own
+/// end of an older epoch first (the next fetch finishes the job).
+fn diverging_truncation(log: &runnel_log::PartitionLog, leader_epoch: i32, leader_end: i64) -> i64 {
+    use runnel_metadata::replication::{
+        truncation_point, EpochEndOffset, EpochEntry, LeaderEpochCache,
+    };
+    let cache = LeaderEpochCache::from_entries(log.epoch_entries().into_iter().map(
+        |(epoch, start_offset)| EpochEntry {
+            epoch,
+            start_offset,
+        },
+    ));
+    let reply = EpochEndOffset {
+        epoch: leader_epoch,
+        end_offset: leader_end,
+    };
+    truncation_point(&cache, log.log_end_offset(), log.high_watermark(), reply).offset
+}
+
+/// Applies one response. Partitions this broker no longer follows from `leader` in the epoch
+/// they were fetched in (it became their leader, or another broker did) are left alone: their
+/// log is no longer this fetcher's to change.
+fn apply(
+    replicas: &ReplicaManager,
+    leader: i32,
+    epochs: &HashMap<(String, i32), i32>,
+    response: FetchResponse,
+) -> Applied {
     if response.error_code != 0 {
         return Applied::Errors;
     }
@@ -306,12 +356,31 @@ fn apply(replicas: &ReplicaManager, response: FetchResponse) -> Applied {
             let Some(p) = replicas.get(topic.topic.0.as_str(), pd.partition_index) else {
                 continue;
             };
+            let role = p.role();
+            let fetched_in = epochs.get(&(p.topic.clone(), p.index)).copied();
+            if role.leader != leader || Some(role.leader_epoch) != fetched_in {
+                continue;
+            }
             match pd.error_code {
                 0 => {
                     if pd.diverging_epoch.epoch >= 0 {
-                        let end = pd.diverging_epoch.end_offset;
-                        tracing::info!(topic = %p.topic, partition = p.index, end, "truncating a diverging tail");
-                        if let Err(e) = p.truncate_to(end) {
+                        let (leo, to) = {
+                            let log = p.log.lock();
+                            let to = diverging_truncation(
+                                &log,
+                                pd.diverging_epoch.epoch,
+                                pd.diverging_epoch.end_offset,
+                            );
+                            (log.log_end_offset(), to)
+                        };
+                        if to >= leo {
+                            // Nothing to cut: fetching again at once would only repeat this
+                            // answer, so pause like for an error.
+                            errors = true;
+                            continue;
+                        }
+                        tracing::info!(topic = %p.topic, partition = p.index, from = leo, to, "truncating a diverging tail");
+                        if let Err(e) = p.truncate_to(to) {
                             tracing::error!(error = %e, "truncation failed");
                         }
                         progressed = true;

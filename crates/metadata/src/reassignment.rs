@@ -68,8 +68,9 @@ pub fn in_progress(adding: &[i32], removing: &[i32]) -> bool {
 }
 
 /// The replicas and ISR after the reassignment completes, if it can complete now: every
-/// replica being added is in `isr`, and the ISR keeps at least one target replica once the
-/// removed replicas leave it.
+/// target replica (the added ones and those that stay) is in `isr`, so removing the leaving
+/// replicas never leaves fewer in-sync copies than the target asks for (KRaft's
+/// `maybeCompleteReassignment`: `newTargetIsr.containsAll(newTargetReplicas)`).
 pub fn completed(
     replicas: &[i32],
     isr: &[i32],
@@ -84,10 +85,11 @@ pub fn completed(
         .copied()
         .filter(|r| !removing.contains(r))
         .collect();
-    if new_isr.is_empty() {
+    let target = target_replicas(replicas, removing);
+    if new_isr.is_empty() || target.iter().any(|r| !new_isr.contains(r)) {
         return None;
     }
-    Some((target_replicas(replicas, removing), new_isr))
+    Some((target, new_isr))
 }
 
 /// The partition after cancelling a reassignment: the replicas being added leave the replica
@@ -145,6 +147,18 @@ mod tests {
         assert_eq!(
             completed(&r.replicas, &[1, 2, 3], &r.adding, &r.removing),
             Some((vec![1, 2], vec![1, 2]))
+        );
+    }
+
+    #[test]
+    fn never_completes_while_a_staying_replica_is_out_of_sync() {
+        // [1,2,3] -> [1,2] with 2 lagging: dropping 3 would leave one in-sync copy.
+        assert_eq!(completed(&[1, 2, 3], &[1, 3], &[], &[3]), None);
+        // [1,2,3] -> [4,2,3] with 2 and 3 lagging: 4 caught up, but 2 and 3 did not.
+        assert_eq!(completed(&[4, 2, 3, 1], &[1, 4], &[4], &[1]), None);
+        assert_eq!(
+            completed(&[4, 2, 3, 1], &[1, 2, 3, 4], &[4], &[1]),
+            Some((vec![4, 2, 3], vec![2, 3, 4]))
         );
     }
 

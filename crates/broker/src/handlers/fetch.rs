@@ -96,7 +96,21 @@ fn read_once(
                         .log
                         .lock()
                         .end_offset_for_epoch(fp.last_fetched_epoch);
-                    if epoch >= 0 && (epoch != fp.last_fetched_epoch || end < fp.fetch_offset) {
+                    if epoch < 0 || end < 0 {
+                        // We know no epoch at or below the follower's: its log cannot be
+                        // matched with ours, so its position counts for nothing (Kafka answers
+                        // OFFSET_OUT_OF_RANGE and the follower falls back to our HW).
+                        let log = partition.log.lock();
+                        errors = true;
+                        partitions.push(
+                            partition_error(index, code::OFFSET_OUT_OF_RANGE)
+                                .with_high_watermark(log.high_watermark())
+                                .with_last_stable_offset(log.high_watermark())
+                                .with_log_start_offset(log.log_start_offset()),
+                        );
+                        continue;
+                    }
+                    if epoch != fp.last_fetched_epoch || end < fp.fetch_offset {
                         // The follower's log diverged from ours: tell it where to truncate
                         // (KIP-595 style). Its fetch position is not a position in *our* log,
                         // so it neither moves the HW nor earns an ISR place (as in Kafka).

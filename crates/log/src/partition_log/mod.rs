@@ -142,6 +142,15 @@ impl PartitionLog {
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs.latest_epoch()
     }
+    /// A new leader's epoch starts at the current LEO (Kafka's `makeLeader`): recorded before
+    /// anything is written in it, so OffsetForLeaderEpoch and diverging-epoch answers know where
+    /// the previous epoch ended even while the new leader has appended nothing yet.
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let leo = self.log_end_offset();
+        self.epochs.assign(epoch, leo)?;
+        Ok(())
+    }
+
     /// The `(epoch, start offset)` entries of the leader-epoch cache.
     pub fn epoch_entries(&self) -> Vec<(i32, i64)> {
         self.epochs.entries().to_vec()

@@ -361,8 +361,8 @@ impl LeaderPartitionState {
     ///   partition epoch (the epoch checks come first) and refused it, so no attempt was
     ///   applied: forgotten ([`AlterPartitionFailure::Dropped`]);
     /// * 95 INVALID_UPDATE_VERSION, 74 FENCED_LEADER_EPOCH, 42 INVALID_REQUEST (not the
-    ///   leader), 3 UNKNOWN_TOPIC_OR_PARTITION: the image is newer than this state and will
-    ///   settle it ([`AlterPartitionFailure::AwaitMetadata`]);
+    ///   leader), 3 UNKNOWN_TOPIC_OR_PARTITION, 100 UNKNOWN_TOPIC_ID (deleted): the image is
+    ///   newer than this state and will settle it ([`AlterPartitionFailure::AwaitMetadata`]);
     /// * anything else (41 NOT_CONTROLLER, a timeout): send the same request again
     ///   ([`AlterPartitionFailure::Retry`]).
     ///
@@ -380,7 +380,8 @@ impl LeaderPartitionState {
             codes::INVALID_UPDATE_VERSION
             | codes::FENCED_LEADER_EPOCH
             | codes::INVALID_REQUEST
-            | codes::UNKNOWN_TOPIC_OR_PARTITION => AlterPartitionFailure::AwaitMetadata,
+            | codes::UNKNOWN_TOPIC_OR_PARTITION
+            | codes::UNKNOWN_TOPIC_ID => AlterPartitionFailure::AwaitMetadata,
             _ => AlterPartitionFailure::Retry,
         }
     }

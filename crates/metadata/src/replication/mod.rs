@@ -66,5 +66,6 @@ pub mod codes {
     pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
     pub const ELECTION_NOT_NEEDED: i16 = 84;
     pub const INVALID_UPDATE_VERSION: i16 = 95;
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
     pub const INELIGIBLE_REPLICA: i16 = 107;
 }

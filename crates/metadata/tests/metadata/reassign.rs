@@ -195,3 +195,21 @@ fn completion_waits_while_no_live_target_replica_can_lead() {
         (2, vec![2], vec![2])
     );
 }
+
+#[test]
+fn a_move_waits_until_every_staying_replica_is_in_sync_too() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    manual(&mut h, "lag", vec![1, 2, 3]);
+    set_isr(&mut h, "lag", vec![1, 3]);
+    // Shrinking to [1, 2] while 2 lags would leave a single in-sync copy: it waits.
+    assert_eq!(reassign(&mut h, "lag", 0, Some(vec![1, 2])), 0);
+    let p = h.image.partition("lag", 0).unwrap();
+    assert_eq!(p.replicas, vec![1, 2, 3]);
+    assert_eq!(p.removing_replicas, vec![3]);
+    set_isr(&mut h, "lag", vec![1, 2, 3]);
+    let p = h.image.partition("lag", 0).unwrap();
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone()),
+        (vec![1, 2], vec![1, 2])
+    );
+}
