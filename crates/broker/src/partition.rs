@@ -427,6 +427,15 @@ impl Partition {
         Ok(())
     }
 
+    /// Follower side: our end is below the leader's log start: empty the log and restart it at
+    /// `offset` (no producer state survives: the batches it described are gone).
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        let mut log = self.log.lock();
+        log.truncate_fully_and_start_at(offset)?;
+        *self.producers.lock() = rebuild_producer_state(&log);
+        Ok(())
+    }
+
     /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.
     pub fn needs_flush(&self) -> bool {
         let every = self.role.read().config.flush_messages;

@@ -397,7 +397,15 @@ fn apply(
                     // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
                     // change): cut back to the leader's high watermark and fetch from there.
                     let leo = p.log.lock().log_end_offset();
-                    if leo > pd.high_watermark && pd.high_watermark >= 0 {
+                    if leo < pd.log_start_offset {
+                        // Below the leader's log start (retention or DeleteRecords removed
+                        // what we lack): restart our log where the leader's begins.
+                        tracing::info!(topic = %p.topic, partition = p.index, leo, start = pd.log_start_offset, "restarting the log at the leader's log start");
+                        if let Err(e) = p.truncate_fully_and_start_at(pd.log_start_offset) {
+                            tracing::error!(error = %e, "log restart failed");
+                        }
+                        progressed = true;
+                    } else if leo > pd.high_watermark && pd.high_watermark >= 0 {
                         if let Err(e) = p.truncate_to(pd.high_watermark) {
                             tracing::error!(error = %e, "truncation failed");
                         }

@@ -12,8 +12,9 @@ use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    TopicName,
+    delete_records_request, AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse, ApiKey, BrokerId, DeleteRecordsRequest,
+    DeleteRecordsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
@@ -271,4 +272,82 @@ fn a_reassignment_waiting_on_a_dead_broker_is_listed_and_cancelled() {
     let leader = partition_states(&alive, "stuck").unwrap()[0].leader;
     let mut wire = Wire::connect(&cluster.addr(cluster.index_of(leader)));
     assert_eq!(values(&wire.fetch_all("stuck", 0, 0)), sent);
+}
+
+#[test]
+fn a_new_replica_starts_at_the_leaders_log_start() {
+    // The leader no longer has offsets 0..50 (DeleteRecords; retention does the same): the new
+    // replica cannot fetch from 0 and must restart its log where the leader's begins.
+    let cluster = Cluster::start(3, &[]);
+    let addr = cluster.addr(0);
+    wait_until("three live brokers", || {
+        live_broker_ids(&addr) == Some(vec![1, 2, 3])
+    });
+    assert_eq!(create(&addr, "trimmed", 1, 2), 0);
+    let sent: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    produce_all(&cluster, "trimmed", 0, &sent);
+    let before = partition_states(&addr, "trimmed").unwrap()[0].clone();
+    let mut wire = Wire::connect(&cluster.addr(cluster.index_of(before.leader)));
+    let deleted: DeleteRecordsResponse = wire.call(
+        ApiKey::DeleteRecords,
+        2,
+        &DeleteRecordsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("trimmed")))
+                .with_partitions(vec![
+                    delete_records_request::DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(50),
+                ])]),
+    );
+    assert_eq!(deleted.topics[0].partitions[0].error_code, 0);
+    let outsider = (1..=3).find(|b| !before.replicas.contains(b)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"{{"version":1,"partitions":[{{"topic":"trimmed","partition":0,"replicas":[{outsider},{}]}}]}}"#,
+            before.leader
+        ),
+    )
+    .unwrap();
+    let plan_arg = plan.to_str().unwrap();
+    let (ok, out) = reassign_cli(&addr, &["--execute", "--reassignment-json-file", plan_arg]);
+    assert!(ok, "{out}");
+    wait_until("the move completed with the new replica in sync", || {
+        partition_states(&addr, "trimmed").is_some_and(|s| {
+            let mut target = vec![outsider, before.leader];
+            target.sort();
+            s[0].replicas == vec![outsider, before.leader] && s[0].isr == target
+        })
+    });
+    let log_dir = cluster.nodes[cluster.index_of(outsider)]
+        .data_dir
+        .join("trimmed-0");
+    assert!(log_dir.exists(), "the new replica has the partition");
+    // Make the new replica the leader and read everything from it: exactly the records the
+    // old leader still had.
+    let mut elect = Wire::connect(&addr);
+    let _ = elect.call::<_, kafka_protocol::messages::ElectLeadersResponse>(
+        ApiKey::ElectLeaders,
+        1,
+        &kafka_protocol::messages::ElectLeadersRequest::default()
+            .with_election_type(0)
+            .with_timeout_ms(5000)
+            .with_topic_partitions(Some(vec![
+                kafka_protocol::messages::elect_leaders_request::TopicPartitions::default()
+                    .with_topic(TopicName(StrBytes::from_static_str("trimmed")))
+                    .with_partitions(vec![0]),
+            ])),
+    );
+    wait_until("the new replica leads", || {
+        partition_states(&addr, "trimmed").is_some_and(|s| s[0].leader == outsider)
+    });
+    let mut to_new = Wire::connect(&cluster.addr(cluster.index_of(outsider)));
+    wait_until("the new leader serves up to its HW", || {
+        to_new.fetch("trimmed", 0, 50, 100).1 >= 100
+    });
+    assert_eq!(values(&to_new.fetch_all("trimmed", 0, 50)), &sent[50..]);
 }

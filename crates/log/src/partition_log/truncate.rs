@@ -41,4 +41,30 @@ impl PartitionLog {
         self.epochs.truncate_from_end(leo)?;
         Ok(())
     }
+
+    /// Empties the log and restarts it at `offset` (Kafka's `truncateFullyAndStartAt`): for a
+    /// follower whose end is below the leader's log start (a new replica of a partition whose
+    /// first segments retention already deleted, or one that was down for longer than the
+    /// retention), so it can replicate from where the leader's log begins.
+    /// Only moves forward: an `offset` at or below the LEO changes nothing (the follower can
+    /// fetch from its own end then).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        self.ensure_open()?;
+        let base = offset.max(0);
+        if base <= self.log_end_offset() {
+            return Ok(());
+        }
+        let fresh = Segment::create(&self.dir, base, self.config.max_index_bytes)?;
+        let removed: Vec<Segment> = std::mem::replace(&mut self.segments, vec![fresh]);
+        for seg in &removed {
+            self.schedule_delete(seg)?;
+        }
+        sync_dir(&self.dir)?;
+        self.log_start_offset = base;
+        self.high_watermark = base;
+        self.recovery_point = base;
+        self.cleaner_checkpoint = base;
+        self.epochs.truncate_from_end(0)?;
+        Ok(())
+    }
 }
