@@ -364,26 +364,29 @@ fn apply(
             match pd.error_code {
                 0 => {
                     if pd.diverging_epoch.epoch >= 0 {
-                        let (leo, to) = {
+                        let position = |log: &runnel_log::PartitionLog| {
+                            (log.log_end_offset(), log.latest_epoch())
+                        };
+                        let (before, to) = {
                             let log = p.log.lock();
                             let to = diverging_truncation(
                                 &log,
                                 pd.diverging_epoch.epoch,
                                 pd.diverging_epoch.end_offset,
                             );
-                            (log.log_end_offset(), to)
+                            (position(&log), to)
                         };
-                        if to >= leo {
-                            // Nothing to cut: fetching again at once would only repeat this
-                            // answer, so pause like for an error.
-                            errors = true;
-                            continue;
-                        }
-                        tracing::info!(topic = %p.topic, partition = p.index, from = leo, to, "truncating a diverging tail");
+                        tracing::info!(topic = %p.topic, partition = p.index, from = before.0, to, "truncating a diverging tail");
                         if let Err(e) = p.truncate_to(to) {
                             tracing::error!(error = %e, "truncation failed");
                         }
-                        progressed = true;
+                        if position(&p.log.lock()) == before {
+                            // Nothing changed (not even an empty epoch dropped): fetching again
+                            // at once would only repeat this answer, so pause like for an error.
+                            errors = true;
+                        } else {
+                            progressed = true;
+                        }
                         continue;
                     }
                     let records = pd.records.unwrap_or_default();

@@ -292,3 +292,32 @@ fn epoch_cache_through_the_log_spec_example() {
     log.delete_records_before(120).unwrap();
     assert_eq!(log.epoch_entries(), vec![(1, 120), (2, 150)]);
 }
+
+#[test]
+fn a_new_leaders_epoch_is_recorded_before_its_first_append_and_dropped_by_truncation_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small_config(1 << 20));
+    append(&mut log, &batch(3, 10, 0), 0);
+    // Becoming leader in epoch 4 at the LEO, before appending anything.
+    log.assign_leader_epoch(4).unwrap();
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (4, 3)]);
+    assert_eq!(log.end_offset_for_epoch(0), (0, 3));
+    // Deposed before its first append: a truncation at the LEO drops the empty epoch (the new
+    // leader never had it), so the next fetch names epoch 0 again.
+    log.truncate_to(3).unwrap();
+    assert_eq!(log.log_end_offset(), 3);
+    assert_eq!(log.epoch_entries(), vec![(0, 0)]);
+    // A follower below its leader's log start restarts the log there.
+    log.truncate_fully_and_start_at(100).unwrap();
+    assert_eq!(
+        (
+            log.log_start_offset(),
+            log.log_end_offset(),
+            log.high_watermark()
+        ),
+        (100, 100, 100)
+    );
+    assert!(log.epoch_entries().is_empty());
+    let info = append(&mut log, &batch(2, 10, 0), 5);
+    assert_eq!(info.first_offset, 100);
+}

@@ -13,6 +13,9 @@ impl PartitionLog {
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
         self.ensure_open()?;
         if offset >= self.log_end_offset() {
+            // No records to cut, but an epoch that starts here and holds nothing yet (a leader
+            // deposed before its first append) must go: the leader's log does not have it.
+            self.epochs.truncate_from_end(offset)?;
             return Ok(());
         }
         if offset < self.segments[0].base_offset() {
