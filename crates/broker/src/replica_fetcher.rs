@@ -391,8 +391,13 @@ fn apply(
                     }
                     let records = pd.records.unwrap_or_default();
                     progressed |= !records.is_empty();
-                    if let Err(e) = p.append_as_follower(&records, pd.high_watermark) {
-                        tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed");
+                    match p.append_as_follower(&records, pd.high_watermark) {
+                        Ok(()) => {}
+                        // Shutting down, or the partition left this broker: nothing to report.
+                        Err(runnel_log::LogError::Closed) => errors = true,
+                        Err(e) => {
+                            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed")
+                        }
                     }
                 }
                 1 => {
