@@ -203,15 +203,13 @@ async fn wait_for_high_watermark(
         if let Some(done) = check() {
             return done;
         }
-        if tokio::time::Instant::now() >= deadline {
-            return Replicated::TimedOut;
-        }
-        // A leadership change does not notify `appended`: look again at least every 100 ms.
-        let wake =
-            deadline.min(tokio::time::Instant::now() + std::time::Duration::from_millis(100));
+        // HW moves and leadership changes both notify `appended` (the replica manager wakes
+        // waiters after applying every image), so no polling is needed.
         tokio::select! {
             _ = &mut notified => {}
-            _ = tokio::time::sleep_until(wake) => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                return check().unwrap_or(Replicated::TimedOut);
+            }
         }
     }
 }
