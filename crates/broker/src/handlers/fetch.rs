@@ -91,53 +91,52 @@ fn read_once(
                 continue;
             }
             if follower {
-                if version >= 12 && fp.last_fetched_epoch >= 0 {
-                    let (epoch, end) = partition
-                        .log
-                        .lock()
-                        .end_offset_for_epoch(fp.last_fetched_epoch);
-                    if epoch < 0 || end < 0 {
-                        // We know no epoch at or below the follower's: its log cannot be
-                        // matched with ours, so its position counts for nothing (Kafka answers
-                        // OFFSET_OUT_OF_RANGE and the follower falls back to our HW).
-                        let log = partition.log.lock();
-                        errors = true;
-                        partitions.push(
-                            partition_error(index, code::OFFSET_OUT_OF_RANGE)
-                                .with_high_watermark(log.high_watermark())
-                                .with_last_stable_offset(log.high_watermark())
-                                .with_log_start_offset(log.log_start_offset()),
-                        );
-                        continue;
-                    }
-                    if epoch != fp.last_fetched_epoch || end < fp.fetch_offset {
-                        // The follower's log diverged from ours: tell it where to truncate
-                        // (KIP-595 style). Its fetch position is not a position in *our* log,
-                        // so it neither moves the HW nor earns an ISR place (as in Kafka).
-                        let log = partition.log.lock();
-                        partitions.push(
-                            PartitionData::default()
-                                .with_partition_index(index)
-                                .with_high_watermark(log.high_watermark())
-                                .with_last_stable_offset(log.high_watermark())
-                                .with_log_start_offset(log.log_start_offset())
-                                .with_diverging_epoch(
-                                    kafka_protocol::messages::fetch_response::EpochEndOffset::default()
-                                        .with_epoch(epoch)
-                                        .with_end_offset(end),
-                                )
-                                .with_preferred_read_replica(BrokerId(-1))
-                                .with_records(Some(Default::default())),
-                        );
-                        errors = true;
-                        continue;
-                    }
-                }
-                let in_log = {
+                // One look at the log decides what the follower's position means.
+                let (diverged, in_log) = {
                     let log = partition.log.lock();
-                    fp.fetch_offset >= log.log_start_offset()
-                        && fp.fetch_offset <= log.log_end_offset()
+                    let diverged = (version >= 12 && fp.last_fetched_epoch >= 0)
+                        .then(|| log.end_offset_for_epoch(fp.last_fetched_epoch))
+                        .filter(|&(epoch, end)| {
+                            epoch < 0
+                                || end < 0
+                                || epoch != fp.last_fetched_epoch
+                                || end < fp.fetch_offset
+                        })
+                        .map(|epoch_end| (epoch_end, log.high_watermark(), log.log_start_offset()));
+                    let in_log = fp.fetch_offset >= log.log_start_offset()
+                        && fp.fetch_offset <= log.log_end_offset();
+                    (diverged, in_log)
                 };
+                if let Some(((epoch, end), hw, log_start)) = diverged {
+                    errors = true;
+                    partitions.push(if epoch < 0 || end < 0 {
+                        // We know no epoch at or below the follower's: its log cannot be
+                        // matched with ours (Kafka answers OFFSET_OUT_OF_RANGE and the
+                        // follower falls back to our HW).
+                        partition_error(index, code::OFFSET_OUT_OF_RANGE)
+                            .with_high_watermark(hw)
+                            .with_last_stable_offset(hw)
+                            .with_log_start_offset(log_start)
+                    } else {
+                        // The follower's log diverged from ours: tell it where to truncate
+                        // (KIP-595 style).
+                        PartitionData::default()
+                            .with_partition_index(index)
+                            .with_high_watermark(hw)
+                            .with_last_stable_offset(hw)
+                            .with_log_start_offset(log_start)
+                            .with_diverging_epoch(
+                                kafka_protocol::messages::fetch_response::EpochEndOffset::default()
+                                    .with_epoch(epoch)
+                                    .with_end_offset(end),
+                            )
+                            .with_preferred_read_replica(BrokerId(-1))
+                            .with_records(Some(Default::default()))
+                    });
+                    // Its fetch position is not a position in *our* log, so it neither moves
+                    // the HW nor earns an ISR place (as in Kafka).
+                    continue;
+                }
                 // The fetch position is the follower's LEO: it may move the HW (spec E.3). A
                 // position outside our log is answered OFFSET_OUT_OF_RANGE below and counts
                 // for nothing.
