@@ -152,6 +152,20 @@ impl Command {
     }
 }
 
+/// Per-partition results whose records were committed in one batch: if the commit failed,
+/// every success becomes that failure (the partitions that failed validation keep their own).
+fn with_commit_outcome(
+    mut results: Vec<(String, i32, Result<(), ApiError>)>,
+    committed: Result<(), ApiError>,
+) -> Vec<(String, i32, Result<(), ApiError>)> {
+    if let Err(e) = committed {
+        for r in results.iter_mut().filter(|r| r.2.is_ok()) {
+            r.2 = Err(e.clone());
+        }
+    }
+    results
+}
+
 /// Cheap, cloneable access to the controller task.
 #[derive(Clone)]
 pub struct ControllerHandle {
@@ -530,20 +544,14 @@ impl ControllerShell {
                 allow_replication_factor_change,
                 reply,
             } => {
-                let (mut results, records) = self.controller.alter_partition_reassignments(
+                let (results, records) = self.controller.alter_partition_reassignments(
                     &self.image,
                     &requests,
                     allow_replication_factor_change,
                     now_ms(),
                 );
-                if let Err(e) = self.commit(records).await {
-                    for r in &mut results {
-                        if r.2.is_ok() {
-                            r.2 = Err(e.clone());
-                        }
-                    }
-                }
-                let _ = reply.send(Ok(results));
+                let committed = self.commit(records).await;
+                let _ = reply.send(Ok(with_commit_outcome(results, committed)));
             }
             Command::CreatePartitions {
                 requests,
@@ -636,20 +644,14 @@ impl ControllerShell {
                 partitions,
                 reply,
             } => {
-                let (mut results, records) = self.controller.elect_leaders(
+                let (results, records) = self.controller.elect_leaders(
                     &self.image,
                     election,
                     partitions.as_deref(),
                     now_ms(),
                 );
-                if let Err(e) = self.commit(records).await {
-                    for r in &mut results {
-                        if r.2.is_ok() {
-                            r.2 = Err(e.clone());
-                        }
-                    }
-                }
-                let _ = reply.send(Ok(results));
+                let committed = self.commit(records).await;
+                let _ = reply.send(Ok(with_commit_outcome(results, committed)));
             }
         }
     }
