@@ -390,7 +390,8 @@ impl Partition {
         }
     }
 
-    /// The ISR change waiting for the controller, if any (for tests and diagnostics).
+    /// The ISR change waiting for the controller, if any.
+    #[cfg(test)]
     pub fn pending_isr(&self) -> Option<Vec<i32>> {
         self.leader_state
             .lock()

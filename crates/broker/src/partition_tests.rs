@@ -46,18 +46,25 @@ fn leader(dir: &std::path::Path, role: Role) -> Partition {
     )
 }
 
+/// Appends `n` plain records as the leader.
 fn append(p: &Partition, n: usize) {
+    p.append_as_leader(&encode(n, None, 0, -1), 1, 1).unwrap();
+}
+
+/// A v2 batch of `n` records at `base_offset`, stamped with `leader_epoch`; with
+/// `Some(seq)`, from idempotent producer 9 (epoch 0) starting at sequence `seq`.
+fn encode(n: usize, seq: Option<i32>, base_offset: i64, leader_epoch: i32) -> BytesMut {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
             transactional: false,
             control: false,
             delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            partition_leader_epoch: leader_epoch,
+            producer_id: if seq.is_some() { 9 } else { -1 },
+            producer_epoch: if seq.is_some() { 0 } else { -1 },
             timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
+            offset: base_offset + i as i64,
+            sequence: seq.map_or(-1, |s| s + i as i32),
             timestamp: crate::clock::now_ms(),
             key: None,
             value: Some(bytes::Bytes::from_static(b"v")),
@@ -74,7 +81,7 @@ fn append(p: &Partition, n: usize) {
         },
     )
     .unwrap();
-    p.append_as_leader(&buf, 1, 1).unwrap();
+    buf
 }
 
 fn hw(p: &Partition) -> i64 {
@@ -207,37 +214,10 @@ fn expansion_needs_the_hw_and_the_current_epochs_start() {
     assert_eq!((request.leader_epoch, request.partition_epoch), (1, 1));
 }
 
-/// A v2 batch from idempotent producer 9 (epoch 0): `n` records from sequence `seq`, at
-/// `base_offset` (what a follower receives; a producer sends 0), stamped with `leader_epoch`.
+/// A batch from idempotent producer 9: `n` records from sequence `seq` at `base_offset`
+/// (what a follower receives; a producer sends 0), stamped with `leader_epoch`.
 fn idempotent(seq: i32, n: usize, base_offset: i64, leader_epoch: i32) -> BytesMut {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: leader_epoch,
-            producer_id: 9,
-            producer_epoch: 0,
-            timestamp_type: TimestampType::Creation,
-            offset: base_offset + i as i64,
-            sequence: seq + i as i32,
-            timestamp: crate::clock::now_ms(),
-            key: None,
-            value: Some(bytes::Bytes::from_static(b"v")),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf
+    encode(n, Some(seq), base_offset, leader_epoch)
 }
 
 /// Broker 1 following broker 2 (epoch 0).
