@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use runnel_group::{
     consumer_group::ClientInfo, partition_for_group, CommittedOffset, ConsumerGroupConfig,
@@ -391,7 +391,8 @@ impl GroupManager {
                 let mut bytes = read.records;
                 let before = offset;
                 while !bytes.is_empty() {
-                    match RecordBatchDecoder::decode(&mut bytes) {
+                    // Bounded decompression: a forged batch cannot inflate without limit.
+                    match runnel_log::compression::decode_batch_bounded(&mut bytes) {
                         Ok(set) => {
                             for r in set.records {
                                 offset = offset.max(r.offset + 1);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use runnel_log::batch::{self, BatchHeader};
+use runnel_log::validate;
 use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
 use runnel_metadata::replication::{
     AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderPartitionState,
@@ -238,11 +239,10 @@ impl Partition {
             ));
         }
         let max = role.config.max_message_bytes.max(0) as usize;
-        let headers = batch::validate_batches(records, max)
+        // Headers and every record (streamed, bounded decompression; keys on compacted topics).
+        let rules = validate::RecordRules::new(role.config.compacts());
+        let headers = validate::validate_produce(records, max, rules)
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
-        if role.config.compacts() {
-            check_keys_present(records, &headers)?;
-        }
         if role.config.message_timestamp_type != "LogAppendTime" {
             check_timestamps(&headers, &role.config, now_ms())?;
         }
@@ -292,7 +292,7 @@ impl Partition {
         }
         let info: AppendInfo = log
             .append(records, &headers, role.leader_epoch)
-            .map_err(|e| (code::KAFKA_STORAGE_ERROR, e.to_string()))?;
+            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
         drop(producers);
         if let Some(state) = self.leader_state.lock().as_mut() {
@@ -507,26 +507,6 @@ fn check_timestamps(
                     ),
                 ));
             }
-        }
-    }
-    Ok(())
-}
-
-/// Compacted topics keep the last record per key, so a record without a key has no meaning
-/// there: Kafka rejects it with INVALID_RECORD. This decodes the batches (decompressing if
-/// needed) only to look at keys; the stored bytes remain the producer's.
-fn check_keys_present(records: &[u8], headers: &[BatchHeader]) -> Result<(), (i16, String)> {
-    let mut at = 0;
-    for h in headers {
-        let mut one = bytes::Bytes::copy_from_slice(&records[at..at + h.total_size()]);
-        at += h.total_size();
-        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut one)
-            .map_err(|e| (code::CORRUPT_MESSAGE, format!("cannot decode batch: {e}")))?;
-        if set.records.iter().any(|r| r.key.is_none()) {
-            return Err((
-                code::INVALID_RECORD,
-                "Compacted topic cannot accept message without key".to_string(),
-            ));
         }
     }
     Ok(())

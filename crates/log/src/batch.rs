@@ -45,6 +45,12 @@ pub enum BatchError {
     Empty,
     #[error("clients may not write control batches")]
     ControlBatch,
+    /// A record inside the batch is malformed (see [`crate::validate`]).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// The compressed records could not be decompressed, or inflate beyond the limit.
+    #[error(transparent)]
+    Decompress(#[from] crate::compression::DecompressError),
 }
 
 impl BatchError {
@@ -57,8 +63,10 @@ impl BatchError {
             BatchError::BadMagic(_)
             | BatchError::BadRecordCount { .. }
             | BatchError::Empty
-            | BatchError::ControlBatch => 87, // INVALID_RECORD
+            | BatchError::ControlBatch
+            | BatchError::InvalidRecord(_) => 87, // INVALID_RECORD
             BatchError::TooLarge { .. } => 10, // MESSAGE_TOO_LARGE
+            BatchError::Decompress(e) => e.kafka_error_code(),
         }
     }
 }

@@ -33,6 +33,21 @@ pub enum LogError {
     },
     #[error("invalid partition directory name: {0}")]
     InvalidDirName(String),
+    /// An append whose offsets do not fit one segment's 32-bit relative offsets even after a
+    /// roll (Kafka's `LogSegmentOffsetOverflowException`); nothing was written.
+    #[error("offsets {first}..={last} do not fit the segment at base {segment_base}")]
+    OffsetOverflow {
+        segment_base: i64,
+        first: i64,
+        last: i64,
+    },
+    /// An fsync failed, or a failed write could not be undone: the log's files can no longer
+    /// be trusted to hold what was acknowledged, so every later operation fails (fsyncgate:
+    /// an fsync is never retried on the same file). Only a restart (recovery) clears it.
+    #[error("log failed: {0}")]
+    Failed(String),
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexAppendError),
 }
 
 impl LogError {
@@ -47,6 +62,8 @@ impl LogError {
             LogError::Closed => 6, // NOT_LEADER_OR_FOLLOWER: the replica is gone
             LogError::InconsistentTopicId { .. } => 103,
             LogError::InvalidDirName(_) => -1,
+            LogError::OffsetOverflow { .. } => 2, // CORRUPT_MESSAGE
+            LogError::Failed(_) | LogError::Index(_) => 56, // KAFKA_STORAGE_ERROR
         }
     }
 }

@@ -13,6 +13,26 @@ pub(crate) const TIME_ENTRY_SIZE: usize = 12;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IndexCorrupt(pub String);
 
+/// Why an entry could not be added: appends check what Kafka's `OffsetIndex.append` checks
+/// (instead of a `debug_assert!` that release builds skip and that let a forged batch wrap the
+/// 32-bit relative offsets, issue 9 item 1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexAppendError {
+    #[error("offset {offset} is not within 2^31-1 of the segment base {base}")]
+    RelativeOffsetOverflow { base: i64, offset: i64 },
+    #[error("index entry (offset {offset}, position {position}) does not follow the last one")]
+    OutOfOrder { offset: i64, position: u64 },
+}
+
+/// `offset - base` as a 32-bit relative offset, if it is one.
+pub(crate) fn relative_offset(base: i64, offset: i64) -> Result<i32, IndexAppendError> {
+    offset
+        .checked_sub(base)
+        .and_then(|r| i32::try_from(r).ok())
+        .filter(|r| *r >= 0)
+        .ok_or(IndexAppendError::RelativeOffsetOverflow { base, offset })
+}
+
 /// Maps offsets to byte positions: each entry is (last offset of a batch, position of that
 /// batch). Lookups return the greatest entry at or below the target, from where a forward scan
 /// of batch headers finds the batch that contains the target.
@@ -73,17 +93,47 @@ impl OffsetIndex {
         self.entries.len()
     }
 
-    /// Adds (offset, position) unless the index is full; callers keep both increasing.
-    pub(crate) fn append(&mut self, offset: i64, position: u32) {
-        let rel = offset - self.base_offset;
-        debug_assert!((0..=i64::from(i32::MAX)).contains(&rel));
-        debug_assert!(self
+    /// Adds (offset, position) unless the index is full. Both must be beyond the last entry,
+    /// the offset within 2^31-1 of the base and the position a non-negative `i32`.
+    pub(crate) fn append(&mut self, offset: i64, position: u64) -> Result<(), IndexAppendError> {
+        let rel = relative_offset(self.base_offset, offset)?;
+        let out_of_order = IndexAppendError::OutOfOrder { offset, position };
+        let pos = u32::try_from(position)
+            .ok()
+            .filter(|p| *p <= i32::MAX as u32)
+            .ok_or(out_of_order.clone())?;
+        if self
             .entries
             .last()
-            .is_none_or(|&(r, p)| i64::from(r) < rel && p < position));
-        if !self.is_full() {
-            self.entries.push((rel as i32, position));
+            .is_some_and(|&(r, p)| r >= rel || p >= pos)
+        {
+            return Err(out_of_order);
         }
+        if !self.is_full() {
+            self.entries.push((rel, pos));
+        }
+        Ok(())
+    }
+
+    /// Entries held (written or not), to roll back to with [`Self::rollback`].
+    pub(crate) fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entries already in the file.
+    pub(crate) fn written_count(&self) -> usize {
+        self.written
+    }
+
+    /// Forgets entries beyond the first `entries` (a failed append); `written` follows.
+    pub(crate) fn rollback(&mut self, entries: usize) {
+        self.entries.truncate(entries);
+        self.written = self.written.min(entries);
+    }
+
+    /// The file was cut back to `written` entries.
+    pub(crate) fn rollback_written(&mut self, written: usize) {
+        self.written = written.min(self.entries.len());
     }
 
     /// Greatest entry with offset <= `offset`, as (absolute offset, position).
@@ -187,16 +237,48 @@ impl TimeIndex {
 
     /// Appends (timestamp, offset) if the timestamp is larger than the last entry's. `force`
     /// ignores the size limit: the final entry of a rolled segment must always be recorded.
-    pub(crate) fn maybe_append(&mut self, timestamp: i64, offset: i64, force: bool) {
+    pub(crate) fn maybe_append(
+        &mut self,
+        timestamp: i64,
+        offset: i64,
+        force: bool,
+    ) -> Result<(), IndexAppendError> {
         if self.entries.last().is_some_and(|&(t, _)| timestamp <= t) {
-            return;
+            return Ok(());
         }
         if self.is_full() && !force {
-            return;
+            return Ok(());
         }
-        let rel = offset - self.base_offset;
-        debug_assert!((0..=i64::from(i32::MAX)).contains(&rel));
-        self.entries.push((timestamp, rel as i32));
+        let rel = relative_offset(self.base_offset, offset)?;
+        if self.entries.last().is_some_and(|&(_, r)| rel < r) {
+            return Err(IndexAppendError::OutOfOrder {
+                offset,
+                position: 0,
+            });
+        }
+        self.entries.push((timestamp, rel));
+        Ok(())
+    }
+
+    /// Entries held (written or not), to roll back to with [`Self::rollback`].
+    pub(crate) fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entries already in the file.
+    pub(crate) fn written_count(&self) -> usize {
+        self.written
+    }
+
+    /// Forgets entries beyond the first `entries` (a failed append); `written` follows.
+    pub(crate) fn rollback(&mut self, entries: usize) {
+        self.entries.truncate(entries);
+        self.written = self.written.min(entries);
+    }
+
+    /// The file was cut back to `written` entries.
+    pub(crate) fn rollback_written(&mut self, written: usize) {
+        self.written = written.min(self.entries.len());
     }
 
     /// Greatest entry with timestamp <= `ts`, as (timestamp, absolute offset).
@@ -255,9 +337,9 @@ mod tests {
     #[test]
     fn offset_index_lookup_and_roundtrip() {
         let mut idx = OffsetIndex::new(100, 1024);
-        idx.append(104, 0);
-        idx.append(110, 5000);
-        idx.append(120, 9000);
+        idx.append(104, 0).unwrap();
+        idx.append(110, 5000).unwrap();
+        idx.append(120, 9000).unwrap();
         assert_eq!(idx.lookup(99), None);
         assert_eq!(idx.lookup(104), Some((104, 0)));
         assert_eq!(idx.lookup(115), Some((110, 5000)));
@@ -279,20 +361,20 @@ mod tests {
     #[test]
     fn offset_index_full() {
         let mut idx = OffsetIndex::new(0, 16);
-        idx.append(1, 0);
+        idx.append(1, 0).unwrap();
         assert!(!idx.is_full());
-        idx.append(2, 10);
+        idx.append(2, 10).unwrap();
         assert!(idx.is_full());
-        idx.append(3, 20);
+        idx.append(3, 20).unwrap();
         assert_eq!(idx.len(), 2);
     }
 
     #[test]
     fn time_index_monotonic_and_lookup() {
         let mut t = TimeIndex::new(50, 1024);
-        t.maybe_append(1000, 52, false);
-        t.maybe_append(900, 55, false); // not larger: skipped
-        t.maybe_append(2000, 60, false);
+        t.maybe_append(1000, 52, false).unwrap();
+        t.maybe_append(900, 55, false).unwrap(); // not larger: skipped
+        t.maybe_append(2000, 60, false).unwrap();
         assert_eq!(t.lookup(999), None);
         assert_eq!(t.lookup(1500), Some((1000, 52)));
         assert_eq!(t.lookup(2000), Some((2000, 60)));
@@ -304,5 +386,34 @@ mod tests {
         let mut bad = bytes.clone();
         bad[12..20].copy_from_slice(&1i64.to_be_bytes());
         assert!(TimeIndex::load(50, 1024, &bad).is_err());
+    }
+
+    /// Caught: relative offsets beyond 2^31-1 were cast with `as i32` (wrapping) in release
+    /// builds, guarded only by `debug_assert!`; they are errors now.
+    #[test]
+    fn appends_that_do_not_fit_are_errors() {
+        let mut idx = OffsetIndex::new(100, 1024);
+        let too_far = 100 + i64::from(i32::MAX) + 1;
+        assert!(matches!(
+            idx.append(too_far, 0),
+            Err(IndexAppendError::RelativeOffsetOverflow { .. })
+        ));
+        assert!(idx.append(99, 0).is_err());
+        idx.append(100 + i64::from(i32::MAX), 10).unwrap();
+        assert!(matches!(
+            idx.append(100 + i64::from(i32::MAX), 20),
+            Err(IndexAppendError::OutOfOrder { .. })
+        ));
+        let mut idx = OffsetIndex::new(0, 1024);
+        idx.append(5, 100).unwrap();
+        assert!(idx.append(6, 100).is_err(), "position must increase");
+        assert!(
+            idx.append(7, u64::from(u32::MAX)).is_err(),
+            "position beyond i32"
+        );
+        assert_eq!(idx.entry_count(), 1);
+        let mut t = TimeIndex::new(0, 1024);
+        assert!(t.maybe_append(5, i64::from(i32::MAX) + 1, true).is_err());
+        assert_eq!(t.entry_count(), 0);
     }
 }

@@ -47,10 +47,12 @@
 pub mod batch;
 pub mod checkpoint;
 mod cleaner;
+pub mod compression;
 mod config;
 pub mod dir_name;
 mod epoch_cache;
 mod error;
+mod fault;
 mod flush;
 mod index;
 mod manager;
@@ -59,6 +61,7 @@ pub mod partition_metadata;
 mod record_scan;
 mod scan;
 mod segment;
+pub mod validate;
 
 pub use cleaner::{CleanStats, CompactionConfig, CompactionOutcome, CompactionPlan};
 pub use config::LogConfig;

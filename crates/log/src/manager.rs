@@ -302,20 +302,28 @@ impl LogManager {
     }
 
     /// Fsyncs every log with unflushed messages (the periodic `log.flush.interval.ms` job).
-    /// The fsync runs outside each log's lock.
+    /// The fsync runs outside each log's lock. A failing log does not stop the others from
+    /// being flushed: the first error is returned after all were tried (a failed fsync has
+    /// already marked its log failed, so it is not retried).
     pub fn flush_all(&self) -> Result<(), LogError> {
-        for (_, log) in self.snapshot() {
+        let mut first_error = None;
+        for ((topic, partition), log) in self.snapshot() {
             let target = {
                 let l = log.lock();
-                if l.is_closed() {
+                if l.is_closed() || l.failure().is_some() {
                     continue;
                 }
                 l.flush_target()
             };
-            target.sync()?;
-            log.lock().mark_flushed(target.up_to_offset());
+            match target.sync() {
+                Ok(()) => log.lock().mark_flushed(target.up_to_offset()),
+                Err(e) => {
+                    tracing::error!(%topic, partition, error = %e, "flush failed");
+                    first_error.get_or_insert(LogError::Io(e));
+                }
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Runs retention on every log; returns the number of segments deleted.
@@ -331,15 +339,25 @@ impl LogManager {
     }
 
     /// Clean shutdown: flushes and closes every log (later writes fail with `Closed`), writes
-    /// the checkpoints, then `.kafka_cleanshutdown`, so the next open skips recovery.
+    /// the checkpoints, then `.kafka_cleanshutdown`, so the next open skips recovery. A log
+    /// that fails to close does not stop the others; the checkpoints are still written (a
+    /// failed log's recovery point never passed unsynced data) but the clean-shutdown marker
+    /// is not, so the next open recovers.
     pub fn shutdown(&self) -> Result<(), LogError> {
         let mut offsets = Vec::new();
+        let mut first_error = None;
         for (key, log) in self.snapshot() {
             let mut l = log.lock();
-            l.close_in_place()?;
+            if let Err(e) = l.close_in_place() {
+                tracing::error!(topic = %key.0, partition = key.1, error = %e, "closing log failed");
+                first_error.get_or_insert(e);
+            }
             offsets.push((key, Offsets::of(&l)));
         }
         self.write_checkpoints(&offsets)?;
+        if let Some(e) = first_error {
+            return Err(e);
+        }
         let marker = self.dir.join(CLEAN_SHUTDOWN_FILE);
         fs::File::create(&marker)?.sync_all()?;
         sync_dir(&self.dir)?;

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use crate::batch::{self, BatchHeader};
 use crate::error::LogError;
-use crate::index::{OffsetIndex, TimeIndex};
+use crate::fault::{self, Fault};
+use crate::index::{relative_offset, OffsetIndex, TimeIndex, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE};
 use crate::scan::{read_header_at, Scanned, Scanner};
 
 pub(crate) const LOG_SUFFIX: &str = "log";
@@ -58,6 +59,21 @@ pub(crate) struct ScanOutcome {
     pub(crate) truncated: bool,
     /// `(epoch, first offset)` each time the batches' leader epoch changed, for the epoch cache.
     pub(crate) epoch_starts: Vec<(i32, i64)>,
+}
+
+/// A segment's state before an append, to undo it if a write fails.
+#[derive(Debug, Clone, Copy)]
+struct SavedState {
+    size: u64,
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    first_batch_timestamp: Option<i64>,
+    bytes_since_last_index: u64,
+    offset_entries: usize,
+    offset_written: usize,
+    time_entries: usize,
+    time_written: usize,
 }
 
 #[derive(Debug)]
@@ -302,19 +318,70 @@ impl Segment {
         }
     }
 
+    /// Whether an append of `len` bytes holding offsets `first..=last` fits this segment:
+    /// offsets within 2^31-1 of the base (the indexes store them relative, in 32 bits) and
+    /// positions within `i32`.
+    pub(crate) fn fits(&self, first: i64, last: i64, len: u64) -> bool {
+        first >= self.base_offset
+            && relative_offset(self.base_offset, last).is_ok()
+            && self.size.saturating_add(len) <= i32::MAX as u64
+    }
+
     /// Writes whole batches at the end of the file. With `assign = Some((first, epoch))` the
     /// batches get consecutive offsets from `first` and the leader epoch: only their 16-byte
     /// prefixes are rebuilt, the rest of each batch is written straight from `records`.
+    ///
+    /// All or nothing: an append that does not [`Self::fits`] is refused before any write, and
+    /// if a write fails the `.log` and index files are cut back to their previous sizes and the
+    /// in-memory state restored, so no partial batch or index entry remains. If even that
+    /// fails the error is [`LogError::Failed`] and the caller must stop using the log.
     pub(crate) fn append(
         &mut self,
         records: &[u8],
         headers: &[BatchHeader],
         assign: Option<(i64, i32)>,
         index_interval_bytes: u32,
-    ) -> io::Result<()> {
-        let start_size = self.size;
-        let result = match assign {
-            None => write_all_vectored(&self.log, &mut [IoSlice::new(records)]),
+    ) -> Result<(), LogError> {
+        let (Some(first_header), Some(last_header)) = (headers.first(), headers.last()) else {
+            return Ok(());
+        };
+        let (first, last) = match assign {
+            Some((first, _)) => {
+                let count: i64 = headers.iter().map(BatchHeader::offset_count).sum();
+                (first, first.saturating_add(count - 1))
+            }
+            None => (first_header.base_offset, last_header.last_offset()),
+        };
+        if !self.fits(first, last, records.len() as u64) {
+            return Err(LogError::OffsetOverflow {
+                segment_base: self.base_offset,
+                first,
+                last,
+            });
+        }
+        let saved = self.save_state();
+        let result = self.append_unchecked(records, headers, assign, index_interval_bytes);
+        if let Err(e) = result {
+            if let Err(undo) = self.restore_state(&saved) {
+                return Err(LogError::Failed(format!(
+                    "append to segment {} failed ({e}) and could not be undone ({undo})",
+                    self.base_offset
+                )));
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn append_unchecked(
+        &mut self,
+        records: &[u8],
+        headers: &[BatchHeader],
+        assign: Option<(i64, i32)>,
+        index_interval_bytes: u32,
+    ) -> Result<(), LogError> {
+        match assign {
+            None => write_all_vectored(&self.log, &mut [IoSlice::new(records)])?,
             Some((first, epoch)) => {
                 let mut prefixes = Vec::with_capacity(headers.len());
                 let mut next = first;
@@ -334,31 +401,76 @@ impl Segment {
                     ));
                     pos += h.total_size();
                 }
-                write_all_vectored(&self.log, &mut slices)
+                write_all_vectored(&self.log, &mut slices)?
             }
         };
-        if let Err(e) = result {
-            // Best effort: do not leave half a batch behind for readers.
-            let _ = self.log.set_len(start_size);
-            return Err(e);
-        }
+        fault::check(Fault::LogWrite)?;
         let mut next = assign.map(|(f, _)| f);
         for h in headers {
             let base = next.unwrap_or(h.base_offset);
-            self.index_batch(base, h, index_interval_bytes);
+            self.index_batch(base, h, index_interval_bytes)?;
             next = next.map(|n| n + h.offset_count());
         }
-        debug_assert_eq!(self.size, start_size + records.len() as u64);
-        self.write_index_entries()
+        Ok(self.write_index_entries()?)
+    }
+
+    /// What [`Self::restore_state`] needs to undo a failed append.
+    fn save_state(&self) -> SavedState {
+        SavedState {
+            size: self.size,
+            next_offset: self.next_offset,
+            max_timestamp: self.max_timestamp,
+            offset_of_max_timestamp: self.offset_of_max_timestamp,
+            first_batch_timestamp: self.first_batch_timestamp,
+            bytes_since_last_index: self.bytes_since_last_index,
+            offset_entries: self.offset_index.entry_count(),
+            offset_written: self.offset_index.written_count(),
+            time_entries: self.time_index.entry_count(),
+            time_written: self.time_index.written_count(),
+        }
+    }
+
+    /// Cuts the files back to `saved` and restores the in-memory state.
+    fn restore_state(&mut self, saved: &SavedState) -> io::Result<()> {
+        self.log.set_len(saved.size)?;
+        if let Some(files) = &self.index_files {
+            files
+                .offset
+                .set_len((saved.offset_written * OFFSET_ENTRY_SIZE) as u64)?;
+            files
+                .time
+                .set_len((saved.time_written * TIME_ENTRY_SIZE) as u64)?;
+        }
+        self.offset_index.rollback(saved.offset_entries);
+        self.offset_index.rollback_written(saved.offset_written);
+        self.time_index.rollback(saved.time_entries);
+        self.time_index.rollback_written(saved.time_written);
+        self.size = saved.size;
+        self.next_offset = saved.next_offset;
+        self.max_timestamp = saved.max_timestamp;
+        self.offset_of_max_timestamp = saved.offset_of_max_timestamp;
+        self.first_batch_timestamp = saved.first_batch_timestamp;
+        self.bytes_since_last_index = saved.bytes_since_last_index;
+        Ok(())
     }
 
     /// Accounts one batch that now sits at the end of the file (at position `self.size`), with
     /// Kafka's rule: an index entry (batch last offset -> batch position) when more than
     /// `index_interval_bytes` were appended since the previous entry, with a time entry for the
     /// max timestamp so far.
-    fn index_batch(&mut self, base_offset: i64, h: &BatchHeader, index_interval_bytes: u32) {
+    fn index_batch(
+        &mut self,
+        base_offset: i64,
+        h: &BatchHeader,
+        index_interval_bytes: u32,
+    ) -> Result<(), LogError> {
         let last_offset = base_offset + i64::from(h.last_offset_delta);
-        debug_assert!(base_offset >= self.next_offset, "offsets must increase");
+        if base_offset < self.next_offset {
+            return Err(LogError::Corrupt(format!(
+                "batch at offset {base_offset} does not follow {} in segment {}",
+                self.next_offset, self.base_offset
+            )));
+        }
         if self.size == 0 {
             self.first_batch_timestamp = Some(h.max_timestamp);
         }
@@ -367,15 +479,19 @@ impl Segment {
             self.offset_of_max_timestamp = last_offset;
         }
         if self.bytes_since_last_index > u64::from(index_interval_bytes) {
-            self.offset_index.append(last_offset, self.size as u32);
-            self.time_index
-                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, false);
+            self.offset_index.append(last_offset, self.size)?;
+            self.time_index.maybe_append(
+                self.max_timestamp,
+                self.offset_of_max_timestamp,
+                false,
+            )?;
             self.bytes_since_last_index = 0;
         }
         let size = h.total_size() as u64;
         self.size += size;
         self.bytes_since_last_index += size;
         self.next_offset = last_offset + 1;
+        Ok(())
     }
 
     /// Appends the in-memory index entries not yet in the files.
@@ -387,6 +503,7 @@ impl Segment {
         }
         let files = self.open_index_files()?;
         (&*files.offset).write_all(&off)?;
+        fault::check(Fault::IndexWrite)?;
         (&*files.time).write_all(&time)?;
         self.offset_index.mark_written();
         self.time_index.mark_written();
@@ -426,12 +543,12 @@ impl Segment {
 
     /// Called when the segment stops being the active one (roll, close): records the final
     /// max timestamp in the time index, as Kafka does, so a reopened segment knows it.
-    pub(crate) fn finalize(&mut self) -> io::Result<()> {
+    pub(crate) fn finalize(&mut self) -> Result<(), LogError> {
         if self.size > 0 {
             self.time_index
-                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, true);
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, true)?;
         }
-        self.write_index_entries()
+        Ok(self.write_index_entries()?)
     }
 
     /// Rebuilds indexes and state by scanning batches from `from` (0 = whole segment, indexes
@@ -485,7 +602,7 @@ impl Segment {
                             .epoch_starts
                             .push((header.partition_leader_epoch, header.base_offset));
                     }
-                    self.index_batch(header.base_offset, &header, index_interval_bytes);
+                    self.index_batch(header.base_offset, &header, index_interval_bytes)?;
                 }
                 Scanned::Invalid { position, reason } => {
                     tracing::warn!(base = self.base_offset, position, %reason, "truncating segment at invalid batch");

@@ -41,6 +41,16 @@ pub async fn handle(
                 partitions.push(error(index, code::INVALID_REQUIRED_ACKS, ""));
                 continue;
             }
+            // Internal topics are written by the broker itself (the group coordinator appends
+            // to `__consumer_offsets` directly, not through this handler), never by clients.
+            if runnel_metadata::is_internal(name) {
+                partitions.push(error(
+                    index,
+                    code::INVALID_TOPIC_EXCEPTION,
+                    &format!("Cannot append to internal topic {name}"),
+                ));
+                continue;
+            }
             let Some(partition) = broker.replicas.get(name, index) else {
                 let code = if broker.image().partition(name, index).is_some() {
                     code::NOT_LEADER_OR_FOLLOWER

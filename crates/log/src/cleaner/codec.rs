@@ -1,33 +1,24 @@
 //! The compression codecs of record batches (attribute bits 0-2), for the cleaner only.
 //!
-//! The append path never decompresses anything; compaction must, because it drops records
-//! from inside a compressed block. The codecs are kafka-protocol's (gzip, xerial-framed snappy
-//! with the raw fallback, LZ4 frame, zstd), so what the cleaner writes is what Kafka clients read.
+//! Compaction must decompress, because it drops records from inside a compressed block; that
+//! goes through the bounded decoder of [`crate::compression`]. Compression uses kafka-protocol's
+//! encoders (gzip, xerial-framed snappy, LZ4 frame, zstd), so what the cleaner writes is what
+//! Kafka clients read.
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+use bytes::{BufMut, BytesMut};
+use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
+
+use crate::compression::{decompress_bounded, MAX_DECOMPRESSED_BATCH_BYTES};
 
 /// Codec output, or why the bytes could not be (de)compressed (kafka-protocol's `anyhow`
 /// errors are flattened to text so they stay out of this crate's API).
 type CodecResult = Result<Vec<u8>, String>;
 
-/// Decompresses the records area of a batch compressed with `codec` (1 gzip .. 4 zstd).
+/// Decompresses the records area of a batch compressed with `codec` (1 gzip .. 4 zstd), never
+/// holding more than [`MAX_DECOMPRESSED_BATCH_BYTES`] (the limit the leader validated with):
+/// a larger batch is an error, and the cleaner keeps it verbatim.
 pub(crate) fn decompress(codec: u8, data: &[u8]) -> Result<Vec<u8>, String> {
-    fn run<D: Decompressor<Bytes, Buf = Bytes>>(data: &[u8]) -> CodecResult {
-        let mut src = Bytes::copy_from_slice(data);
-        D::decompress(&mut src, |out: &mut Bytes| {
-            Ok(out.copy_to_bytes(out.remaining()).to_vec())
-        })
-        .map_err(|e| format!("{e:#}"))
-    }
-    match codec {
-        0 => Ok(data.to_vec()),
-        1 => run::<Gzip>(data),
-        2 => run::<Snappy>(data),
-        3 => run::<Lz4>(data),
-        4 => run::<Zstd>(data),
-        other => Err(format!("unknown compression codec {other}")),
-    }
+    decompress_bounded(codec, data, MAX_DECOMPRESSED_BATCH_BYTES).map_err(|e| e.to_string())
 }
 
 /// Compresses `data` (encoded records) with `codec`, as one block like a producer does.

@@ -40,18 +40,23 @@ impl PartitionLog {
             next = last + 1;
         }
         let last_offset = next - 1;
-        self.maybe_roll(records.len() as u64, max_timestamp, last_offset)?;
+        self.maybe_roll(
+            records.len() as u64,
+            max_timestamp,
+            first_offset,
+            last_offset,
+        )?;
         if leader_epoch >= 0 {
             self.epochs.assign(leader_epoch, first_offset)?;
         }
         let interval = self.config.index_interval_bytes;
-        self.active_mut().append(
+        let written = self.active_mut().append(
             records,
             headers,
             Some((first_offset, leader_epoch)),
             interval,
-        )?;
-        debug_assert_eq!(self.log_end_offset(), last_offset + 1);
+        );
+        self.after_segment_append(written)?;
         Ok(AppendInfo {
             first_offset,
             last_offset,
@@ -102,7 +107,7 @@ impl PartitionLog {
         }
         // Roll per batch group: a follower's fetch can exceed a small segment size, but a
         // single append must stay in one segment, so roll once up front like Kafka.
-        self.maybe_roll(whole.len() as u64, max_timestamp, last_offset)?;
+        self.maybe_roll(whole.len() as u64, max_timestamp, first_offset, last_offset)?;
         for h in &headers {
             if h.partition_leader_epoch >= 0 {
                 self.epochs
@@ -110,7 +115,8 @@ impl PartitionLog {
             }
         }
         let interval = self.config.index_interval_bytes;
-        self.active_mut().append(whole, &headers, None, interval)?;
+        let written = self.active_mut().append(whole, &headers, None, interval);
+        self.after_segment_append(written)?;
         Ok(Some(AppendInfo {
             first_offset,
             last_offset,
@@ -120,13 +126,33 @@ impl PartitionLog {
         }))
     }
 
-    /// Rolls before an append of `size` bytes ending at `last_offset` if the active segment is
-    /// non-empty and (a) would exceed `segment.bytes`, (b) is older than `segment.ms`, (c) has a
-    /// full index, or (d) could not store `last_offset` as a 32-bit relative offset.
+    /// After a segment append: on failure the segment is as before (or the log is failed),
+    /// and epoch entries recorded for batches beyond the LEO that were not stored are dropped
+    /// (one starting at the LEO is what a new leader records anyway).
+    fn after_segment_append(&mut self, written: Result<(), LogError>) -> Result<(), LogError> {
+        let Err(e) = written else {
+            return Ok(());
+        };
+        if let LogError::Failed(why) = &e {
+            self.fail(why.clone());
+        } else if let Err(undo) = self.epochs.truncate_from_end(self.log_end_offset() + 1) {
+            self.fail(format!(
+                "append failed ({e}), epoch cache not restored ({undo})"
+            ));
+        }
+        Err(e)
+    }
+
+    /// Rolls before an append of `size` bytes holding `first_offset..=last_offset` if the
+    /// active segment is non-empty and (a) would exceed `segment.bytes`, (b) is older than
+    /// `segment.ms`, (c) has a full index, or (d) could not store the offsets relative to its
+    /// base in 32 bits (Kafka rolls then too). An append that does not fit even a fresh
+    /// segment (more than 2^31-1 offsets) is then refused by the segment, before any write.
     fn maybe_roll(
         &mut self,
         size: u64,
         max_timestamp: i64,
+        first_offset: i64,
         last_offset: i64,
     ) -> Result<(), LogError> {
         let seg_bytes = self.config.effective_segment_bytes();
@@ -137,7 +163,7 @@ impl PartitionLog {
         let roll = seg.size().saturating_add(size) > seg_bytes
             || seg.time_to_roll(max_timestamp, now_ms(), self.config.segment_ms)
             || seg.offset_index_full()
-            || last_offset - seg.base_offset() > i64::from(i32::MAX);
+            || !seg.fits(first_offset, last_offset, size);
         if roll {
             self.roll()?;
         }

@@ -3,6 +3,7 @@
 use super::PartitionLog;
 use crate::error::LogError;
 use crate::flush::FlushTarget;
+use std::sync::Arc;
 
 impl PartitionLog {
     /// What to fsync for everything appended so far, to be synced WITHOUT holding the log's
@@ -27,12 +28,17 @@ impl PartitionLog {
         FlushTarget {
             files,
             up_to_offset: leo,
+            failed: Arc::clone(&self.failed),
         }
     }
 
     /// Records that everything below `up_to_offset` is durable (after `FlushTarget::sync`).
     /// Index files of inactive segments that end strictly below it are no longer held open.
+    /// Does nothing once the log has failed: the recovery point never passes unsynced data.
     pub fn mark_flushed(&mut self, up_to_offset: i64) {
+        if self.failed.get().is_some() {
+            return;
+        }
         let leo = self.log_end_offset();
         self.recovery_point = self.recovery_point.max(up_to_offset.min(leo));
         let last = self.segments.len() - 1;
@@ -45,8 +51,12 @@ impl PartitionLog {
 
     /// Fsyncs everything appended so far (convenience: target, sync, mark).
     pub fn flush(&mut self) -> Result<(), LogError> {
+        self.ensure_not_failed()?;
         let target = self.flush_target();
-        target.sync()?;
+        target.sync().map_err(|e| match self.failed.get() {
+            Some(why) => LogError::Failed(why.clone()),
+            None => LogError::Io(e),
+        })?;
         self.mark_flushed(target.up_to_offset());
         Ok(())
     }

@@ -13,7 +13,11 @@ mod read;
 mod retention;
 mod truncate;
 
+#[cfg(test)]
+mod fault_tests;
+
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::config::LogConfig;
@@ -89,6 +93,9 @@ pub struct PartitionLog {
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,
+    /// Set once an fsync failed or a failed write could not be undone; shared with every
+    /// [`crate::FlushTarget`] taken, so no file of this log is fsynced again (fsyncgate).
+    failed: Arc<OnceLock<String>>,
 }
 
 impl PartitionLog {
@@ -164,12 +171,31 @@ impl PartitionLog {
         let n = self.segments.len();
         &mut self.segments[n - 1]
     }
+    fn ensure_not_failed(&self) -> Result<(), LogError> {
+        match self.failed.get() {
+            Some(why) => Err(LogError::Failed(why.clone())),
+            None => Ok(()),
+        }
+    }
     fn ensure_open(&self) -> Result<(), LogError> {
+        self.ensure_not_failed()?;
         if self.closed {
             Err(LogError::Closed)
         } else {
             Ok(())
         }
+    }
+
+    /// Why the log failed (a failed fsync or an append that could not be undone), if it did:
+    /// every operation then answers [`LogError::Failed`] (KAFKA_STORAGE_ERROR) until a restart.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
+    }
+
+    /// Marks the log failed for good (the first reason is kept).
+    pub(crate) fn fail(&self, why: String) {
+        tracing::error!(dir = %self.dir.display(), %why, "partition log failed; it accepts no more operations");
+        let _ = self.failed.set(why);
     }
     /// Index of the segment that holds `offset` (the last with base <= offset).
     fn segment_index_for(&self, offset: i64) -> usize {

@@ -105,6 +105,7 @@ impl PartitionLog {
             earliest_tombstone_horizon: None,
             pending_deletes: Vec::new(),
             closed: false,
+            failed: Default::default(),
         })
     }
 

@@ -21,6 +21,7 @@ impl PartitionLog {
         max_offset: i64,
         min_one_batch: bool,
     ) -> Result<ReadResult, LogError> {
+        self.ensure_not_failed()?;
         let leo = self.log_end_offset();
         if offset < self.log_start_offset || offset > leo {
             return Err(LogError::OffsetOutOfRange {
@@ -79,6 +80,7 @@ impl PartitionLog {
     /// inside an uncompressed CreateTime batch the exact record is found by walking the record
     /// headers, for a compressed one the batch's first offset and max timestamp are returned.
     pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64, i32)>, LogError> {
+        self.ensure_not_failed()?;
         let start = self.log_start_offset;
         for seg in &self.segments {
             if seg.next_offset() <= start || seg.max_timestamp().0 < ts {
