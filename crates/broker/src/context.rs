@@ -13,7 +13,7 @@ use crate::group_manager::GroupHandle;
 use crate::replica_manager::ReplicaManager;
 
 /// Producer ids are taken from the controller in blocks, so InitProducerId rarely needs it.
-const PRODUCER_ID_BLOCK: i64 = 1000;
+const PRODUCER_ID_BLOCK: i64 = runnel_metadata::PRODUCER_ID_BLOCK_SIZE;
 
 /// Who sent a request: used for group member ids and DescribeGroups' client host.
 pub struct RequestContext {

@@ -233,7 +233,7 @@ impl ControllerClient {
         port: u16,
         rack: Option<String>,
         deadline: Duration,
-    ) -> Result<(), ApiError> {
+    ) -> Result<i64, ApiError> {
         let request = Rq::RegisterBroker {
             broker_id,
             incarnation_id,
@@ -242,7 +242,7 @@ impl ControllerClient {
             rack,
         };
         match self.call(request, deadline).await? {
-            Rs::Done => Ok(()),
+            Rs::BrokerEpoch(epoch) => Ok(epoch),
             Rs::Error(e) => Err(e),
             _ => Err(unexpected("RegisterBroker")),
         }
@@ -252,6 +252,7 @@ impl ControllerClient {
     pub async fn heartbeat(
         &self,
         broker_id: i32,
+        broker_epoch: i64,
         metadata_offset: i64,
         deadline: Duration,
     ) -> Result<bool, ApiError> {
@@ -259,6 +260,7 @@ impl ControllerClient {
             .call(
                 Rq::Heartbeat {
                     broker_id,
+                    broker_epoch,
                     metadata_offset,
                 },
                 deadline,

@@ -44,8 +44,13 @@ pub enum ControllerRequest {
     },
     Heartbeat {
         broker_id: i32,
+        /// The epoch of the registration this process holds: another one is
+        /// STALE_BROKER_EPOCH, so an old process never keeps a new one's session alive.
+        broker_epoch: i64,
         metadata_offset: i64,
     },
+    /// One block of [`runnel_metadata::PRODUCER_ID_BLOCK_SIZE`] ids; `count` must be that
+    /// size (Kafka's request has no count at all).
     AllocateProducerIds {
         broker_id: i32,
         count: i64,
@@ -78,6 +83,8 @@ pub enum ControllerResponse {
     DeleteTopics(Vec<DeleteTopicResult>),
     CreatePartitions(Vec<CreatePartitionsResult>),
     Done,
+    /// RegisterBroker's answer: the broker epoch.
+    BrokerEpoch(i64),
     Fenced(bool),
     ProducerId(i64),
     Events(EventsSince),
@@ -99,6 +106,9 @@ pub async fn serve(
 ) -> ControllerResponse {
     use ControllerRequest as Rq;
     use ControllerResponse as Rs;
+    if let Err(e) = request.validate() {
+        return Rs::Error(e);
+    }
     let result = match request {
         Rq::CreateTopics {
             requests,
@@ -139,16 +149,17 @@ pub async fn serve(
         } => handle
             .register_broker(broker_id, incarnation_id, host, port, rack)
             .await
-            .map(|()| Rs::Done),
+            .map(Rs::BrokerEpoch),
         Rq::Heartbeat {
             broker_id,
+            broker_epoch,
             metadata_offset,
         } => handle
-            .heartbeat(broker_id, metadata_offset)
+            .heartbeat(broker_id, broker_epoch, metadata_offset)
             .await
             .map(Rs::Fenced),
-        Rq::AllocateProducerIds { broker_id, count } => handle
-            .allocate_producer_ids(broker_id, count)
+        Rq::AllocateProducerIds { broker_id, .. } => handle
+            .allocate_producer_ids(broker_id)
             .await
             .map(Rs::ProducerId),
         Rq::Events { since } => handle.events(since).await.map(Rs::Events),
@@ -211,4 +222,162 @@ pub fn app_handler(
             serde_json::to_value(response).unwrap_or(serde_json::Value::Null)
         })
     })
+}
+
+/// Longest host name or rack id accepted (a DNS name is at most 253 characters).
+const MAX_NAME_BYTES: usize = 255;
+/// Most replicas one AlterPartition ISR or partition list may name.
+const MAX_LIST_LEN: usize = 10_000;
+
+fn bad(field: &str, why: impl std::fmt::Display) -> ApiError {
+    ApiError::invalid_request(format!("invalid controller request field {field}: {why}"))
+}
+
+fn broker_id(field: &str, id: i32) -> Result<(), ApiError> {
+    if id < 0 {
+        return Err(bad(field, format!("broker id {id} is negative")));
+    }
+    Ok(())
+}
+
+fn name(field: &str, value: &str, allow_empty: bool) -> Result<(), ApiError> {
+    if (!allow_empty && value.is_empty()) || value.len() > MAX_NAME_BYTES {
+        return Err(bad(
+            field,
+            format!("length {} not in 1..={MAX_NAME_BYTES}", value.len()),
+        ));
+    }
+    Ok(())
+}
+
+impl ControllerRequest {
+    /// Range checks on every field, before anything reaches the controller: anyone who can
+    /// reach the controller port can send a frame, so nothing in one is trusted. Deeper
+    /// rules (topic names, partition counts, assignments) are the pure controller's.
+    pub fn validate(&self) -> Result<(), ApiError> {
+        use ControllerRequest as Rq;
+        match self {
+            Rq::RegisterBroker {
+                broker_id: id,
+                host,
+                port,
+                rack,
+                ..
+            } => {
+                broker_id("broker_id", *id)?;
+                name("host", host, false)?;
+                if *port == 0 {
+                    return Err(bad("port", "must be in 1..=65535"));
+                }
+                if let Some(rack) = rack {
+                    name("rack", rack, false)?;
+                }
+            }
+            Rq::Heartbeat {
+                broker_id: id,
+                broker_epoch,
+                metadata_offset,
+            } => {
+                broker_id("broker_id", *id)?;
+                if *broker_epoch < 0 {
+                    return Err(bad("broker_epoch", "negative"));
+                }
+                if *metadata_offset < -1 {
+                    return Err(bad("metadata_offset", "below -1"));
+                }
+            }
+            Rq::AllocateProducerIds {
+                broker_id: id,
+                count,
+            } => {
+                broker_id("broker_id", *id)?;
+                if *count != runnel_metadata::PRODUCER_ID_BLOCK_SIZE {
+                    return Err(bad(
+                        "count",
+                        format!(
+                            "{count}: producer ids come in blocks of {}",
+                            runnel_metadata::PRODUCER_ID_BLOCK_SIZE
+                        ),
+                    ));
+                }
+            }
+            Rq::ControlledShutdown { broker_id: id } | Rq::ShutdownComplete { broker_id: id } => {
+                broker_id("broker_id", *id)?
+            }
+            Rq::AlterPartition(r) => {
+                broker_id("broker_id", r.broker_id)?;
+                if r.partition < 0 || r.leader_epoch < 0 || r.partition_epoch < 0 {
+                    return Err(bad("partition/epochs", "negative"));
+                }
+                if r.new_isr.len() > MAX_LIST_LEN {
+                    return Err(bad("new_isr", "too long"));
+                }
+                for &b in &r.new_isr {
+                    broker_id("new_isr", b)?;
+                }
+            }
+            Rq::ElectLeaders {
+                partitions: Some(list),
+                ..
+            } if list.iter().any(|(_, p)| *p < 0) => {
+                return Err(bad("partitions", "negative partition index"));
+            }
+            Rq::DeleteTopics { api_version, .. } if *api_version < 0 => {
+                return Err(bad("api_version", "negative"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn register(broker_id: i32, host: &str, port: u16) -> ControllerRequest {
+        ControllerRequest::RegisterBroker {
+            broker_id,
+            incarnation_id: Uuid::from_u128(1),
+            host: host.into(),
+            port,
+            rack: None,
+        }
+    }
+
+    /// Caught: the controller port took any field as sent, e.g. a producer-id count of
+    /// 2^62 that exhausted the id space for good, negative broker ids and port 0.
+    #[test]
+    fn every_controller_request_field_is_range_checked() {
+        assert!(register(1, "h", 9092).validate().is_ok());
+        for bad in [
+            register(-1, "h", 9092),
+            register(1, "", 9092),
+            register(1, &"h".repeat(256), 9092),
+            register(1, "h", 0),
+            ControllerRequest::AllocateProducerIds {
+                broker_id: 1,
+                count: 1 << 62,
+            },
+            ControllerRequest::AllocateProducerIds {
+                broker_id: -3,
+                count: 1000,
+            },
+            ControllerRequest::Heartbeat {
+                broker_id: 1,
+                broker_epoch: -5,
+                metadata_offset: 0,
+            },
+            ControllerRequest::ControlledShutdown { broker_id: -1 },
+        ] {
+            let e = bad.validate().unwrap_err();
+            assert_eq!(e.code, 42, "{bad:?}");
+        }
+        assert!(ControllerRequest::AllocateProducerIds {
+            broker_id: 1,
+            count: 1000
+        }
+        .validate()
+        .is_ok());
+    }
 }

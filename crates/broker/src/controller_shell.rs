@@ -7,14 +7,14 @@
 //! drive partitions and replicas Online". In a cluster only the quorum leader decides: every
 //! other node answers NOT_CONTROLLER and the caller retries at the leader.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use runnel_metadata::{
-    AlterConfigOp, ApiError, ConfigResource, Controller, ControllerConfig, CreatePartitionsRequest,
-    CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType, MetadataImage,
-    MetadataRecord, ReassignmentRequest, ReassignmentResult, StateChangeEvent, TopicRef,
+    AlterConfigOp, ApiError, BrokerSessions, ConfigResource, Controller, ControllerConfig,
+    CreatePartitionsRequest, CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType,
+    MetadataImage, MetadataRecord, ReassignmentRequest, ReassignmentResult, StateChangeEvent,
+    TopicRef,
 };
 use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -63,19 +63,23 @@ enum Command {
         host: String,
         port: u16,
         rack: Option<String>,
-        reply: Reply<()>,
+        /// Answer: the broker epoch of the registration.
+        reply: Reply<i64>,
     },
+    /// A heartbeat that could not be answered at once (the shell was not active yet in the
+    /// current term): it activates the shell first. Stamped when it was received.
     Heartbeat {
         broker_id: i32,
+        broker_epoch: i64,
         metadata_offset: i64,
+        received_ms: i64,
         /// Answer: whether the broker is still fenced.
         reply: Reply<bool>,
     },
-    AllocateProducerIds {
-        broker_id: i32,
-        count: i64,
-        reply: Reply<i64>,
-    },
+    /// A heartbeat found the fenced broker caught up: commit its unfencing (nobody waits).
+    Unfence { broker_id: i32, broker_epoch: i64 },
+    /// One block of `PRODUCER_ID_BLOCK_SIZE` ids (the size is not the caller's to choose).
+    AllocateProducerIds { broker_id: i32, reply: Reply<i64> },
     Events {
         since: u64,
         reply: Reply<EventsSince>,
@@ -122,6 +126,7 @@ impl Command {
             Command::AlterConfigs { .. } => "AlterConfigs",
             Command::RegisterBroker { .. } => "RegisterBroker",
             Command::Heartbeat { .. } => "Heartbeat",
+            Command::Unfence { .. } => "Unfence",
             Command::AllocateProducerIds { .. } => "AllocateProducerIds",
             Command::Events { .. } => "Events",
             Command::ElectLeaders { .. } => "ElectLeaders",
@@ -141,6 +146,7 @@ impl Command {
             Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
             Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
             Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
+            Command::Unfence { .. } => {}
             Command::AllocateProducerIds { reply, .. } => drop(reply.send(Err(e))),
             Command::Events { reply, .. } => drop(reply.send(Err(e))),
             Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
@@ -170,6 +176,64 @@ fn with_commit_outcome(
 #[derive(Clone)]
 pub struct ControllerHandle {
     tx: mpsc::Sender<Command>,
+    live: Liveness,
+}
+
+/// What heartbeats are answered from without waiting in the command queue (KRaft handles a
+/// heartbeat as its own event that never waits behind a commit): the broker sessions, the
+/// image the active controller decided on last, and the term it is active in.
+struct LivenessState {
+    sessions: BrokerSessions,
+    image: Arc<MetadataImage>,
+    /// The quorum term the shell is active in (0 = not active).
+    term: u64,
+}
+
+/// Shared between the shell and its handles; the lock is never held across an await.
+#[derive(Clone)]
+struct Liveness {
+    state: Arc<std::sync::Mutex<LivenessState>>,
+    /// The monotonic clock's origin: session times are milliseconds since it.
+    origin: Instant,
+    quorum: Option<Arc<MetadataQuorum>>,
+}
+
+impl Liveness {
+    fn now_ms(&self) -> i64 {
+        i64::try_from(self.origin.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LivenessState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The heartbeat rule applied now, if this shell is the active controller of the
+    /// current term; `None` if the shell must activate first (through the queue).
+    fn heartbeat_now(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+        metadata_offset: i64,
+        received_ms: i64,
+    ) -> Option<Result<runnel_metadata::controller::HeartbeatOutcome, ApiError>> {
+        let mut live = self.lock();
+        let active = live.term != 0
+            && self
+                .quorum
+                .as_ref()
+                .is_none_or(|q| q.is_leader() && q.term() == live.term);
+        if !active {
+            return None;
+        }
+        let image = live.image.clone();
+        Some(live.sessions.heartbeat(
+            &image,
+            broker_id,
+            broker_epoch,
+            metadata_offset,
+            received_ms,
+        ))
+    }
 }
 
 fn unavailable() -> ApiError {
@@ -242,6 +306,7 @@ impl ControllerHandle {
         .await
     }
 
+    /// Returns the broker epoch of the registration.
     pub async fn register_broker(
         &self,
         broker_id: i32,
@@ -249,7 +314,7 @@ impl ControllerHandle {
         host: String,
         port: u16,
         rack: Option<String>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<i64, ApiError> {
         self.call(|reply| Command::RegisterBroker {
             broker_id,
             incarnation_id,
@@ -261,23 +326,47 @@ impl ControllerHandle {
         .await
     }
 
-    /// Returns whether the broker is still fenced.
-    pub async fn heartbeat(&self, broker_id: i32, metadata_offset: i64) -> Result<bool, ApiError> {
-        self.call(|reply| Command::Heartbeat {
-            broker_id,
-            metadata_offset,
-            reply,
-        })
-        .await
+    /// Returns whether the broker is still fenced. The heartbeat is stamped now, when it is
+    /// received, and answered without waiting behind queued commits; only an unfencing it
+    /// leads to is queued (and not waited for: the next heartbeat sees it).
+    pub async fn heartbeat(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+        metadata_offset: i64,
+    ) -> Result<bool, ApiError> {
+        let received_ms = self.live.now_ms();
+        match self
+            .live
+            .heartbeat_now(broker_id, broker_epoch, metadata_offset, received_ms)
+        {
+            Some(Ok(outcome)) => {
+                if outcome.unfence {
+                    // A full queue drops it: the next heartbeat asks again.
+                    let _ = self.tx.try_send(Command::Unfence {
+                        broker_id,
+                        broker_epoch,
+                    });
+                }
+                Ok(outcome.fenced)
+            }
+            Some(Err(e)) => Err(e),
+            None => {
+                self.call(|reply| Command::Heartbeat {
+                    broker_id,
+                    broker_epoch,
+                    metadata_offset,
+                    received_ms,
+                    reply,
+                })
+                .await
+            }
+        }
     }
 
-    pub async fn allocate_producer_ids(&self, broker_id: i32, count: i64) -> Result<i64, ApiError> {
-        self.call(|reply| Command::AllocateProducerIds {
-            broker_id,
-            count,
-            reply,
-        })
-        .await
+    pub async fn allocate_producer_ids(&self, broker_id: i32) -> Result<i64, ApiError> {
+        self.call(|reply| Command::AllocateProducerIds { broker_id, reply })
+            .await
     }
 
     pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
@@ -341,13 +430,6 @@ pub enum Backend {
     },
 }
 
-/// A broker's liveness session as the active controller sees it.
-struct Session {
-    last_seen: Instant,
-    /// Offset of the broker's registration record: it may be unfenced once it has caught up.
-    registered_at: i64,
-}
-
 /// How long the active controller waits for the quorum before answering with an error.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the active controller looks for expired broker sessions.
@@ -361,10 +443,28 @@ pub struct ControllerShell {
     image: Arc<MetadataImage>,
     /// The quorum term this shell is active in (0 = not active yet); it is the controller epoch.
     active_term: u64,
-    sessions: HashMap<i32, Session>,
+    /// Broker sessions, shared with the handles that answer heartbeats.
+    live: Liveness,
     session_timeout: Duration,
     /// `auto.leader.rebalance.enable`: check every interval with this imbalance percentage.
     leader_rebalance: Option<(Duration, u32)>,
+    /// Test-only hook (`RUNNEL_TEST_STALL_CREATE_TOPICS_MS`): every CreateTopics commit waits
+    /// this long first, the way a slow quorum stalls it, so tests can prove that a stalled
+    /// commit fences no healthy broker. Unset in production.
+    stall_create_topics: Option<Duration>,
+}
+
+/// Reads the test-only stall hook from the environment.
+fn stall_hook() -> Option<Duration> {
+    let ms: u64 = std::env::var("RUNNEL_TEST_STALL_CREATE_TOPICS_MS")
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(Duration::from_millis(ms))
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn storage_error(e: impl std::fmt::Display) -> ApiError {
@@ -392,15 +492,29 @@ impl ControllerShell {
         session_timeout: Duration,
     ) -> Self {
         let controller = Controller::new(config.clone(), 1, rand::random());
+        let quorum = match &backend {
+            Backend::Quorum { quorum, .. } => Some(quorum.clone()),
+            Backend::Local { .. } => None,
+        };
+        let live = Liveness {
+            state: Arc::new(std::sync::Mutex::new(LivenessState {
+                sessions: BrokerSessions::new(duration_ms(session_timeout)),
+                image: image.clone(),
+                term: 0,
+            })),
+            origin: Instant::now(),
+            quorum,
+        };
         ControllerShell {
             controller,
             config,
             backend,
             image,
             active_term: 0,
-            sessions: HashMap::new(),
+            live,
             session_timeout,
             leader_rebalance: None,
+            stall_create_topics: stall_hook(),
         }
     }
 
@@ -413,9 +527,13 @@ impl ControllerShell {
     /// Starts the task; returns the handle used by request handlers.
     pub fn spawn(mut self) -> ControllerHandle {
         let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
+        let live = self.live.clone();
         tokio::spawn(async move {
             if matches!(self.backend, Backend::Local { .. }) {
                 self.active_term = 1;
+                // A single node owns its metadata log: no other process can hold its id, so
+                // its sessions start empty rather than from the image.
+                self.live.lock().term = 1;
                 // Drive any partition left half-way (e.g. by a crash between commits) first.
                 if let Err(e) = self.settle().await {
                     tracing::error!(error = %e.message, "controller could not settle state machines");
@@ -442,7 +560,19 @@ impl ControllerShell {
                 }
             }
         });
-        ControllerHandle { tx }
+        ControllerHandle { tx, live }
+    }
+
+    /// The image this shell decides on from now on (also what heartbeats are checked against).
+    fn set_image(&mut self, image: Arc<MetadataImage>) {
+        self.live.lock().image = image.clone();
+        self.image = image;
+    }
+
+    /// This node is no longer the active controller.
+    fn deactivate(&mut self) {
+        self.active_term = 0;
+        self.live.lock().term = 0;
     }
 
     /// Makes sure this shell may decide: active, on the latest committed image. Becoming
@@ -454,7 +584,7 @@ impl ControllerShell {
             Backend::Local { .. } => return Ok(()),
         };
         if !quorum.is_leader() {
-            self.active_term = 0;
+            self.deactivate();
             return Err(not_controller(quorum.leader()));
         }
         let term = quorum.term();
@@ -468,32 +598,26 @@ impl ControllerShell {
             if !caught_up {
                 return Err(not_controller(quorum.leader()));
             }
-            self.image = image_rx.borrow().clone();
+            let image = image_rx.borrow().clone();
+            self.set_image(image);
             self.controller = Controller::new(
                 self.config.clone(),
                 term.min(i32::MAX as u64) as i32,
                 rand::random(),
             );
             self.active_term = term;
-            let now = Instant::now();
-            self.sessions = self
-                .image
-                .brokers
-                .values()
-                .map(|b| {
-                    (
-                        b.id,
-                        Session {
-                            last_seen: now,
-                            registered_at: -1,
-                        },
-                    )
-                })
-                .collect();
+            {
+                let now = self.live.now_ms();
+                let timeout = duration_ms(self.session_timeout);
+                let mut live = self.live.lock();
+                live.sessions = BrokerSessions::activate(&self.image, timeout, now);
+                live.term = term;
+            }
             tracing::info!(term, "this node is now the active controller");
             self.settle().await?;
         } else {
-            self.image = image_rx.borrow().clone();
+            let image = image_rx.borrow().clone();
+            self.set_image(image);
         }
         Ok(())
     }
@@ -513,6 +637,10 @@ impl ControllerShell {
                 let (mut outcomes, records) =
                     self.controller
                         .create_topics(&self.image, &requests, validate_only);
+                if let (Some(stall), false) = (self.stall_create_topics, records.is_empty()) {
+                    tracing::warn!(?stall, "test hook: stalling a CreateTopics commit");
+                    tokio::time::sleep(stall).await;
+                }
                 if let Err(e) = self.commit(records).await {
                     for outcome in &mut outcomes {
                         if outcome.result.is_ok() {
@@ -605,20 +733,28 @@ impl ControllerShell {
             }
             Command::Heartbeat {
                 broker_id,
+                broker_epoch,
                 metadata_offset,
+                received_ms,
                 reply,
             } => {
-                let result = self.heartbeat(broker_id, metadata_offset).await;
+                let result = self
+                    .heartbeat(broker_id, broker_epoch, metadata_offset, received_ms)
+                    .await;
                 let _ = reply.send(result);
             }
-            Command::AllocateProducerIds {
+            Command::Unfence {
                 broker_id,
-                count,
-                reply,
+                broker_epoch,
             } => {
-                let (first, records) =
-                    self.controller
-                        .allocate_producer_ids(&self.image, broker_id, count);
+                if let Err(e) = self.unfence(broker_id, broker_epoch).await {
+                    tracing::warn!(broker_id, error = %e.message, "could not unfence broker");
+                }
+            }
+            Command::AllocateProducerIds { broker_id, reply } => {
+                let (first, records) = self
+                    .controller
+                    .allocate_producer_ids(&self.image, broker_id);
                 let result = self.commit(records).await.map(|()| first);
                 let _ = reply.send(result);
             }
@@ -713,7 +849,14 @@ impl ControllerShell {
         host: String,
         port: u16,
         rack: Option<String>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<i64, ApiError> {
+        let now = self.live.now_ms();
+        self.live.lock().sessions.check_registration(
+            &self.image,
+            broker_id,
+            incarnation_id,
+            now,
+        )?;
         let records = self.controller.register_broker(
             &self.image,
             broker_id,
@@ -722,14 +865,19 @@ impl ControllerShell {
             port,
             rack,
         )?;
+        let broker_epoch = match records.first() {
+            Some(MetadataRecord::RegisterBroker { broker_epoch, .. }) => *broker_epoch,
+            _ => -1,
+        };
         self.commit_once(records).await?;
         let registered_at = self.image.offset;
-        self.sessions.insert(
+        let now = self.live.now_ms();
+        self.live.lock().sessions.registered(
             broker_id,
-            Session {
-                last_seen: Instant::now(),
-                registered_at,
-            },
+            incarnation_id,
+            broker_epoch,
+            registered_at,
+            now,
         );
         if matches!(self.backend, Backend::Local { .. }) {
             // A single node is caught up by construction: it is its own metadata log.
@@ -738,30 +886,49 @@ impl ControllerShell {
         } else {
             self.settle().await?;
         }
-        Ok(())
+        Ok(broker_epoch)
     }
 
-    /// A heartbeat keeps the session alive and unfences a broker that has caught up with the
-    /// metadata log up to its registration (spec I.3).
-    async fn heartbeat(&mut self, broker_id: i32, metadata_offset: i64) -> Result<bool, ApiError> {
-        let Some(broker) = self.image.brokers.get(&broker_id) else {
-            return Err(ApiError {
-                code: 102, // BROKER_ID_NOT_REGISTERED
-                message: format!("broker {broker_id} is not registered"),
-            });
+    /// A queued heartbeat (the shell just became active): the session rule of
+    /// [`BrokerSessions::heartbeat`] with the time it was received, then the unfencing of a
+    /// broker that has caught up with the metadata log up to its registration (spec I.3).
+    async fn heartbeat(
+        &mut self,
+        broker_id: i32,
+        broker_epoch: i64,
+        metadata_offset: i64,
+        received_ms: i64,
+    ) -> Result<bool, ApiError> {
+        let outcome = {
+            let image = self.image.clone();
+            self.live.lock().sessions.heartbeat(
+                &image,
+                broker_id,
+                broker_epoch,
+                metadata_offset,
+                received_ms,
+            )?
         };
-        let fenced = broker.fenced;
-        let session = self.sessions.entry(broker_id).or_insert(Session {
-            last_seen: Instant::now(),
-            registered_at: -1,
-        });
-        session.last_seen = Instant::now();
-        if fenced && metadata_offset >= session.registered_at {
-            let records = self.controller.unfence_broker(&self.image, broker_id);
-            self.commit(records).await?;
+        if outcome.unfence {
+            self.unfence(broker_id, broker_epoch).await?;
             return Ok(false);
         }
-        Ok(fenced)
+        Ok(outcome.fenced)
+    }
+
+    /// Unfences the registration a heartbeat was for, if it is still the current one and
+    /// still fenced.
+    async fn unfence(&mut self, broker_id: i32, broker_epoch: i64) -> Result<(), ApiError> {
+        let current = self
+            .image
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| b.epoch == broker_epoch && b.fenced);
+        if current {
+            let records = self.controller.unfence_broker(&self.image, broker_id);
+            self.commit(records).await?;
+        }
+        Ok(())
     }
 
     /// Fences a broker that completed its controlled shutdown and forgets its session. Only a
@@ -777,7 +944,7 @@ impl ControllerShell {
         }
         let records = self.controller.fence_broker(&self.image, broker_id);
         self.commit(records).await?;
-        self.sessions.remove(&broker_id);
+        self.live.lock().sessions.remove(broker_id);
         tracing::info!(broker_id, "controlled shutdown complete: broker fenced");
         Ok(())
     }
@@ -808,19 +975,10 @@ impl ControllerShell {
         if self.ensure_active().await.is_err() {
             return;
         }
-        let now = Instant::now();
-        let expired: Vec<i32> = self
-            .image
-            .brokers
-            .values()
-            .filter(|b| !b.fenced)
-            .filter(|b| {
-                self.sessions
-                    .get(&b.id)
-                    .is_none_or(|s| now.duration_since(s.last_seen) > self.session_timeout)
-            })
-            .map(|b| b.id)
-            .collect();
+        // Heartbeats are stamped when received, so the ones that arrived while a commit held
+        // this task are already counted here.
+        let now = self.live.now_ms();
+        let expired = self.live.lock().sessions.expired(&self.image, now);
         for broker_id in expired {
             tracing::warn!(broker_id, "broker session expired: fencing it");
             let records = self.controller.fence_broker(&self.image, broker_id);
@@ -873,8 +1031,10 @@ impl ControllerShell {
             Backend::Local { log, publisher } => {
                 let appended_at = log.append(&records).map_err(storage_error)?;
                 debug_assert_eq!(appended_at, first, "metadata log offsets must be dense");
-                self.image = Arc::new(next);
-                publisher.publish(self.image.clone());
+                let next = Arc::new(next);
+                publisher.publish(next.clone());
+                self.live.lock().image = next.clone();
+                self.image = next;
             }
             Backend::Quorum { quorum, image_rx } => {
                 let n = records.len() as i64;
@@ -883,6 +1043,7 @@ impl ControllerShell {
                     Ok(Ok(first)) => first,
                     Ok(Err(QuorumError::NotLeader { leader })) => {
                         self.active_term = 0;
+                        self.live.lock().term = 0;
                         return Err(not_controller(leader));
                     }
                     Ok(Err(e)) => return Err(storage_error(e)),
@@ -905,7 +1066,9 @@ impl ControllerShell {
                         message: "the committed metadata was not applied in time".into(),
                     });
                 }
-                self.image = image_rx.borrow().clone();
+                let image = image_rx.borrow().clone();
+                self.live.lock().image = image.clone();
+                self.image = image;
             }
         }
         Ok(())

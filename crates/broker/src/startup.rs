@@ -164,6 +164,7 @@ async fn follow_quorum(
 /// Registers with the active controller. A previous process of this node (killed without a
 /// clean shutdown) may still hold the id until its session expires: the registration is
 /// retried past one session timeout, as Kafka's brokers do, and only then refused for good.
+/// Returns the broker epoch of the registration.
 async fn register_in_cluster(
     client: &ControllerClient,
     config: &BrokerConfig,
@@ -171,7 +172,7 @@ async fn register_in_cluster(
     host: &str,
     port: u16,
     session_timeout: Duration,
-) -> Result<(), BrokerError> {
+) -> Result<i64, BrokerError> {
     let give_up = tokio::time::Instant::now() + session_timeout * 2 + Duration::from_secs(5);
     let mut warned = false;
     loop {
@@ -186,7 +187,7 @@ async fn register_in_cluster(
             )
             .await;
         match attempt {
-            Ok(()) => return Ok(()),
+            Ok(epoch) => return Ok(epoch),
             Err(e) if e.code == 101 && tokio::time::Instant::now() < give_up => {
                 if !warned {
                     tracing::warn!(
@@ -214,6 +215,7 @@ async fn heartbeat_loop(
     client: ControllerClient,
     node_id: i32,
     incarnation: Uuid,
+    mut broker_epoch: i64,
     endpoint: (String, u16, Option<String>),
     image: watch::Receiver<Arc<MetadataImage>>,
     every: Duration,
@@ -223,16 +225,21 @@ async fn heartbeat_loop(
     loop {
         tick.tick().await;
         let offset = image.borrow().offset;
-        match client.heartbeat(node_id, offset, every).await {
+        match client.heartbeat(node_id, broker_epoch, offset, every).await {
             Ok(_) => {}
             Err(e) if e.code == 102 => {
                 let (host, port, rack) = endpoint.clone();
-                if let Err(e) = client
+                match client
                     .register_broker(node_id, incarnation, host, port, rack, every)
                     .await
                 {
-                    tracing::warn!(error = %e.message, "re-registration failed");
+                    Ok(epoch) => broker_epoch = epoch,
+                    Err(e) => tracing::warn!(error = %e.message, "re-registration failed"),
                 }
+            }
+            // Another process registered this node id: this one must not take it back.
+            Err(e) if e.code == 77 => {
+                tracing::warn!(error = %e.message, "heartbeat refused: stale broker epoch")
             }
             Err(e) => tracing::debug!(error = %e.message, "heartbeat not delivered"),
         }
@@ -413,8 +420,15 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             );
             if cluster.broker {
                 let incarnation = Uuid::new_v4();
-                register_in_cluster(&client, &config, incarnation, &host, port, session_timeout)
-                    .await?;
+                let broker_epoch = register_in_cluster(
+                    &client,
+                    &config,
+                    incarnation,
+                    &host,
+                    port,
+                    session_timeout,
+                )
+                .await?;
                 let heartbeat_every = Duration::from_millis(
                     config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
                 );
@@ -422,6 +436,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                     client.clone(),
                     config.node_id,
                     incarnation,
+                    broker_epoch,
                     (host.clone(), port, config.rack()),
                     image_rx.clone(),
                     heartbeat_every,

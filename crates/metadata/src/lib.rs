@@ -26,9 +26,10 @@ pub mod topic_config;
 pub mod topic_name;
 
 pub use controller::{
-    AlterConfigOp, Controller, ControllerConfig, CreatePartitionsRequest, CreateTopicOutcome,
-    CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType, ReassignmentRequest,
-    ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,
+    AlterConfigOp, BrokerSessions, Controller, ControllerConfig, CreatePartitionsRequest,
+    CreateTopicOutcome, CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType,
+    ReassignmentRequest, ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,
+    PRODUCER_ID_BLOCK_SIZE,
 };
 pub use errors::{codes, ApiError};
 pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};

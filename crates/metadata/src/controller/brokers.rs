@@ -8,16 +8,16 @@ use crate::errors::ApiError;
 use crate::image::MetadataImage;
 use crate::records::MetadataRecord;
 
+/// Producer ids per block (Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`).
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+
 impl Controller {
     /// BrokerRegistration: a `RegisterBroker` record, fenced, with a broker epoch above every
     /// epoch handed out before (KRaft derives it from the log offset; we use the next offset,
     /// or one more than the last epoch if that is higher).
     ///
-    /// A different incarnation is 101 DUPLICATE_BROKER_REGISTRATION only while the old one
-    /// registered with *this* controller and is still unfenced: KRaft refuses it only while
-    /// the old session is alive, and a registration found in the log from before this
-    /// controller started has no live session (e.g. a single node restarting). The same
-    /// incarnation (a retry) simply re-registers.
+    /// Whether the id is free (no other incarnation with a live session) is a session rule:
+    /// the shell asks [`super::BrokerSessions::check_registration`] first.
     pub fn register_broker(
         &mut self,
         image: &MetadataImage,
@@ -32,20 +32,11 @@ impl Controller {
                 "Invalid broker id {broker_id}: must be non-negative."
             )));
         }
-        if let Some(existing) = image.brokers.get(&broker_id) {
-            let session_alive = self.sessions.get(&broker_id) == Some(&existing.incarnation_id);
-            if existing.incarnation_id != incarnation_id && !existing.fenced && session_alive {
-                return Err(ApiError::duplicate_broker_registration(
-                    "Another broker is registered with that broker id.",
-                ));
-            }
-        }
         let floor = image.brokers.get(&broker_id).map_or(-1, |b| b.epoch);
         let epoch = (image.offset + 1)
             .max(self.last_broker_epoch + 1)
             .max(floor + 1);
         self.last_broker_epoch = epoch;
-        self.sessions.insert(broker_id, incarnation_id);
         Ok(vec![MetadataRecord::RegisterBroker {
             broker_id,
             incarnation_id,
@@ -66,7 +57,6 @@ impl Controller {
     /// Fences a registered, unfenced broker (its session expired). The leader and ISR changes
     /// follow from [`Controller::on_commit`] once the fencing is committed.
     pub fn fence_broker(&mut self, image: &MetadataImage, broker_id: i32) -> Vec<MetadataRecord> {
-        self.sessions.remove(&broker_id);
         self.set_fenced(image, broker_id, true)
     }
 
@@ -87,18 +77,19 @@ impl Controller {
         }
     }
 
-    /// Hands out `count` producer ids (at least 1) starting at the returned id, with the
-    /// `ProducerIds` record that moves the next block past them. Ids handed out but not yet
+    /// Hands out one block of [`PRODUCER_ID_BLOCK_SIZE`] producer ids starting at the
+    /// returned id, with the `ProducerIds` record that moves the next block past them. The
+    /// size is fixed as in Kafka's `ProducerIdControlManager` (the request has no count): a
+    /// caller cannot make the controller skip the id space. Ids handed out but not yet
     /// committed are remembered, so two calls never overlap. Returns `(-1, [])` once the id
     /// space is exhausted (Kafka reports that as an unknown server error).
     pub fn allocate_producer_ids(
         &mut self,
         image: &MetadataImage,
         broker_id: i32,
-        count: i64,
     ) -> (i64, Vec<MetadataRecord>) {
         let first = image.next_producer_id.max(self.next_producer_id);
-        let Some(next) = first.checked_add(count.max(1)) else {
+        let Some(next) = first.checked_add(PRODUCER_ID_BLOCK_SIZE) else {
             return (-1, Vec::new());
         };
         self.next_producer_id = next;

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::create_topics::new_partition;
-use super::{no_usable_brokers, usable_brokers, Controller, MAX_PARTITIONS_PER_REQUEST};
+use super::create_topics::{check_total_partitions, new_partition};
+use super::{no_usable_brokers, usable_brokers, Controller};
 use crate::errors::ApiError;
 use crate::image::{MetadataImage, TopicImage};
 use crate::placement::{
@@ -12,6 +12,7 @@ use crate::placement::{
     PlacementPolicy,
 };
 use crate::records::MetadataRecord;
+use crate::topic_name::is_internal;
 
 /// One topic of a CreatePartitions request: the new total `count`, and optionally one
 /// replica list per added partition.
@@ -26,15 +27,33 @@ pub struct CreatePartitionsRequest {
 pub type CreatePartitionsResult = (String, Result<(), ApiError>);
 
 impl Controller {
-    /// CreatePartitions. Per topic: duplicate in the request (42), unknown topic (3), count
-    /// not an increase (37), too many (44), assignment count mismatch / bad replicas (39),
-    /// automatic placement (38 when the RF exceeds the usable brokers).
+    /// CreatePartitions. More than [`super::MAX_PARTITIONS_PER_REQUEST`] added partitions in
+    /// the whole request: 44 for every topic. Per topic: duplicate in the request (42),
+    /// unknown topic (3), an internal topic (42), count not an increase (37), assignment count
+    /// mismatch / bad replicas (39), automatic placement (38 when the RF exceeds the usable
+    /// brokers).
     pub fn create_partitions(
         &mut self,
         image: &MetadataImage,
         requests: &[CreatePartitionsRequest],
         validate_only: bool,
     ) -> (Vec<CreatePartitionsResult>, Vec<MetadataRecord>) {
+        let total = requests
+            .iter()
+            .map(|r| {
+                let current = image
+                    .topic(&r.name)
+                    .map_or(0, |t| t.partitions.len() as u64);
+                u64::try_from(r.count).unwrap_or(0).saturating_sub(current)
+            })
+            .fold(0u64, u64::saturating_add);
+        if let Err(e) = check_total_partitions(total) {
+            let results = requests
+                .iter()
+                .map(|r| (r.name.clone(), Err(e.clone())))
+                .collect();
+            return (results, Vec::new());
+        }
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for r in requests {
             *counts.entry(r.name.as_str()).or_default() += 1;
@@ -75,6 +94,15 @@ impl Controller {
         let topic = image.topic(&req.name).ok_or_else(|| {
             ApiError::unknown_topic_or_partition("This server does not host this topic-partition.")
         })?;
+        // `__consumer_offsets` maps groups to partitions by hash: more partitions would move
+        // every group to another coordinator with its offsets left behind. Kafka only warns
+        // (KAFKA-14418 proposed this refusal); Runnel refuses it for every internal topic.
+        if is_internal(&req.name) {
+            return Err(ApiError::invalid_request(format!(
+                "Cannot change the number of partitions of the internal topic {}.",
+                req.name
+            )));
+        }
         let current = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         if req.count == current {
             return Err(ApiError::invalid_partitions(format!(
@@ -88,11 +116,6 @@ impl Controller {
             )));
         }
         let additional = req.count - current;
-        if additional > MAX_PARTITIONS_PER_REQUEST {
-            return Err(ApiError::policy_violation(
-                "Excessively large number of partitions per request.",
-            ));
-        }
         if let Some(lists) = &req.assignment {
             if lists.len() != additional as usize {
                 return Err(ApiError::invalid_replica_assignment(format!(

@@ -14,7 +14,7 @@ use crate::placement::{
 };
 use crate::records::{ConfigResource, MetadataRecord};
 use crate::topic_config::{validate_topic_config, ConfigEntry};
-use crate::topic_name::validate_new_topic_name;
+use crate::topic_name::{has_collision_chars, unify_collision_chars, validate_new_topic_name};
 
 /// One topic of a CreateTopics request. -1 = broker default for `num_partitions` and
 /// `replication_factor`; a non-empty `assignment` lists `(partition, replicas)`.
@@ -50,11 +50,74 @@ struct Plan {
     overrides: BTreeMap<String, String>,
 }
 
-/// Names and load of the topics accepted earlier in the same request.
+/// Names and load of the topics accepted earlier in the same request, and the names in use
+/// indexed by their '.'/'_'-unified form, so each topic is checked in O(1) rather than by a
+/// scan of every topic in the image.
 struct Batch {
-    new_names: Vec<String>,
+    new_names: HashSet<String>,
+    /// Unified form -> a topic name with collision characters (image and this request).
+    unified: HashMap<String, String>,
     ids: HashSet<Uuid>,
     load: Option<BrokerLoad>,
+}
+
+impl Batch {
+    fn new(image: &MetadataImage, load: Option<BrokerLoad>) -> Self {
+        let unified = image
+            .topics
+            .keys()
+            .filter(|n| has_collision_chars(n))
+            .map(|n| (unify_collision_chars(n), n.clone()))
+            .collect();
+        Batch {
+            new_names: HashSet::new(),
+            unified,
+            ids: HashSet::new(),
+            load,
+        }
+    }
+
+    fn accept(&mut self, name: &str) {
+        self.new_names.insert(name.to_string());
+        if has_collision_chars(name) {
+            self.unified
+                .insert(unify_collision_chars(name), name.to_string());
+        }
+    }
+
+    /// The topic in use whose name may collide with `name` (at most one can).
+    fn collision_candidate(&self, name: &str) -> Option<&str> {
+        if !has_collision_chars(name) {
+            return None;
+        }
+        self.unified
+            .get(&unify_collision_chars(name))
+            .map(String::as_str)
+    }
+}
+
+/// How many partitions a CreateTopics entry asks for (-1 = `num.partitions`).
+fn requested_partitions(req: &CreateTopicRequest, default: i32) -> u64 {
+    if !req.assignment.is_empty() {
+        return req.assignment.len() as u64;
+    }
+    let n = if req.num_partitions == -1 {
+        default
+    } else {
+        req.num_partitions
+    };
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Kafka's `validateTotalNumberOfPartitions`: a request may create or add at most
+/// [`MAX_PARTITIONS_PER_REQUEST`] partitions in total, else POLICY_VIOLATION for all of it.
+pub(super) fn check_total_partitions(total: u64) -> Result<(), ApiError> {
+    if total > MAX_PARTITIONS_PER_REQUEST as u64 {
+        return Err(ApiError::policy_violation(
+            "Excessively large number of partitions per request.",
+        ));
+    }
+    Ok(())
 }
 
 impl Controller {
@@ -68,16 +131,27 @@ impl Controller {
         requests: &[CreateTopicRequest],
         validate_only: bool,
     ) -> (Vec<CreateTopicOutcome>, Vec<MetadataRecord>) {
+        let total = requests
+            .iter()
+            .map(|r| requested_partitions(r, self.config.num_partitions))
+            .fold(0u64, u64::saturating_add);
+        if let Err(e) = check_total_partitions(total) {
+            let outcomes = requests
+                .iter()
+                .map(|r| CreateTopicOutcome {
+                    name: r.name.clone(),
+                    result: Err(e.clone()),
+                })
+                .collect();
+            return (outcomes, Vec::new());
+        }
         let mut name_counts: HashMap<&str, usize> = HashMap::new();
         for r in requests {
             *name_counts.entry(r.name.as_str()).or_default() += 1;
         }
-        let mut batch = Batch {
-            new_names: Vec::new(),
-            ids: HashSet::new(),
-            load: (self.config.placement == PlacementPolicy::ClusterAware)
-                .then(|| BrokerLoad::from_image(image)),
-        };
+        let load = (self.config.placement == PlacementPolicy::ClusterAware)
+            .then(|| BrokerLoad::from_image(image));
+        let mut batch = Batch::new(image, load);
         let mut outcomes = Vec::with_capacity(requests.len());
         let mut records = Vec::new();
         for req in requests {
@@ -99,7 +173,7 @@ impl Controller {
                     if let Some(load) = batch.load.as_mut() {
                         plan.assignment.values().for_each(|r| load.add(r));
                     }
-                    batch.new_names.push(req.name.clone());
+                    batch.accept(&req.name);
                     records.extend(topic_records(&req.name, topic_id, plan));
                 }
                 created
@@ -144,12 +218,7 @@ impl Controller {
             Some(self.place_new_topic(image, req, batch)?)
         };
         // 8. Name, including the collision rule against existing and earlier new topics.
-        let existing = image
-            .topics
-            .keys()
-            .map(String::as_str)
-            .chain(batch.new_names.iter().map(String::as_str));
-        validate_new_topic_name(&req.name, existing)?;
+        validate_new_topic_name(&req.name, batch.collision_candidate(&req.name))?;
         // 9. Manual assignment.
         let assignment = match automatic {
             Some(a) => a,
@@ -200,11 +269,6 @@ impl Controller {
                 "Replication factor must be larger than 0, or -1 to use the default value.",
             ));
         }
-        if partitions > MAX_PARTITIONS_PER_REQUEST {
-            return Err(ApiError::policy_violation(
-                "Excessively large number of partitions per request.",
-            ));
-        }
         if let Some(e) = no_usable_brokers(image, i32::from(rf)) {
             return Err(e);
         }
@@ -223,11 +287,6 @@ fn manual_assignment(
     image: &MetadataImage,
     list: &[(i32, Vec<i32>)],
 ) -> Result<BTreeMap<i32, Vec<i32>>, ApiError> {
-    if list.len() > MAX_PARTITIONS_PER_REQUEST as usize {
-        return Err(ApiError::policy_violation(
-            "Excessively large number of partitions per request.",
-        ));
-    }
     let mut map = BTreeMap::new();
     for (partition, replicas) in list {
         if map.insert(*partition, replicas.clone()).is_some() {

@@ -19,6 +19,7 @@ mod elect_leaders;
 mod events;
 mod reassign;
 mod rebalance;
+mod sessions;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -33,17 +34,21 @@ use crate::topic_config::{BrokerDefaults, ConfigEntry};
 use crate::ApiError;
 
 pub use alter_configs::AlterConfigOp;
+pub use brokers::PRODUCER_ID_BLOCK_SIZE;
 pub use create_partitions::{CreatePartitionsRequest, CreatePartitionsResult};
 pub use create_topics::{CreateTopicOutcome, CreateTopicRequest, CreatedTopic};
 pub use delete_topics::{DeleteTopicResult, TopicRef};
 pub use elect_leaders::{ElectionResult, ElectionType};
 use events::EventLog;
 pub use reassign::{ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS};
+pub use sessions::{BrokerSessions, HeartbeatOutcome};
 
-/// Most partitions one topic may be created or grown with in one request. Kafka's KRaft
-/// controller refuses excessively large single operations too; without a bound a client could
-/// make the controller allocate billions of replica lists.
-pub const MAX_PARTITIONS_PER_REQUEST: i32 = 100_000;
+/// Most partitions one CreateTopics or CreatePartitions request may create in total (Kafka's
+/// `ReplicationControlManager.MAX_PARTITIONS_PER_BATCH`): more is POLICY_VIOLATION (44)
+/// "Excessively large number of partitions per request." for the whole request. Without a
+/// bound one request could make the controller place and commit millions of partitions while
+/// every other controller request waits.
+pub const MAX_PARTITIONS_PER_REQUEST: i32 = 10_000;
 
 /// The controller's static settings (Kafka broker properties).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,9 +112,6 @@ pub struct Controller {
     next_producer_id: i64,
     /// Broker epochs handed out but possibly not committed yet.
     last_broker_epoch: i64,
-    /// Incarnation of each broker that registered with this controller and was not fenced
-    /// since: the brokers whose session this controller considers alive.
-    sessions: BTreeMap<i32, Uuid>,
 }
 
 /// Kafka's `Uuid.METADATA_TOPIC_ID` (0, 1): reserved, never a user topic's id.
@@ -125,7 +127,6 @@ impl Controller {
             events,
             next_producer_id: 0,
             last_broker_epoch: -1,
-            sessions: BTreeMap::new(),
         }
     }
 

@@ -407,11 +407,6 @@ fn enabling_unclean_election_at_runtime_elects_a_leaderless_partition() {
 #[test]
 fn brokers_and_producer_ids() {
     let mut h = Harness::with_brokers(&[1]);
-    let e = h
-        .controller
-        .register_broker(&h.image, 1, Uuid::from_u128(777), "x".into(), 1, None)
-        .unwrap_err();
-    assert_eq!(e.code, codes::DUPLICATE_BROKER_REGISTRATION);
     let epoch = h.image.brokers[&1].epoch;
     let recs = h
         .controller
@@ -431,30 +426,10 @@ fn brokers_and_producer_ids() {
         42
     );
     assert!(h.controller.unfence_broker(&h.image, 9).is_empty());
-    // A new controller (restart) has no live session for broker 1: a new incarnation may register.
-    let recs = h.controller.unfence_broker(&h.image, 1);
-    h.commit(recs);
-    let mut restarted = Controller::new(ControllerConfig::default(), 2, 9);
-    assert!(restarted
-        .register_broker(&h.image, 1, Uuid::from_u128(778), "x".into(), 1, None)
-        .is_ok());
-    assert_eq!(
-        code(
-            &h.controller
-                .register_broker(&h.image, 1, Uuid::from_u128(778), "x".into(), 1, None)
-        ),
-        101
-    );
-    // Fencing ends the session here too.
-    let recs = h.controller.fence_broker(&h.image, 1);
-    h.commit(recs);
-    assert!(h
-        .controller
-        .register_broker(&h.image, 1, Uuid::from_u128(779), "x".into(), 1, None)
-        .is_ok());
+    // Whether another incarnation may take the id is a session rule (`BrokerSessions`).
 
-    let (first, recs) = h.controller.allocate_producer_ids(&h.image, 1, 1000);
-    let (second, recs2) = h.controller.allocate_producer_ids(&h.image, 1, 1000);
+    let (first, recs) = h.controller.allocate_producer_ids(&h.image, 1);
+    let (second, recs2) = h.controller.allocate_producer_ids(&h.image, 1);
     assert_eq!(
         (first, second),
         (0, 1000),
@@ -466,7 +441,7 @@ fn brokers_and_producer_ids() {
         let mut c = Controller::new(ControllerConfig::default(), 1, 1);
         let mut img = h.image.clone();
         img.next_producer_id = i64::MAX - 1;
-        c.allocate_producer_ids(&img, 1, 10)
+        c.allocate_producer_ids(&img, 1)
     };
     assert_eq!((exhausted, recs.len()), (-1, 0));
 }

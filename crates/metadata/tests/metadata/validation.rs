@@ -311,3 +311,73 @@ fn c4_create_partitions_rules() {
     assert_eq!(code(&res[0].1), 0);
     assert!(recs.is_empty());
 }
+
+/// Caught: the partition limit was per topic (100,000 each), so one CreateTopics or
+/// CreatePartitions of many topics created unbounded partitions while every other controller
+/// request waited. Kafka's limit is 10,000 for the whole request, POLICY_VIOLATION for all of
+/// it.
+#[test]
+fn at_most_10000_partitions_per_request() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    let many = |n: usize, each: i32| -> Vec<CreateTopicRequest> {
+        (0..n).map(|i| req(&format!("t.{i}"), each, 1)).collect()
+    };
+    let (out, recs) = h.controller.create_topics(&h.image, &many(11, 1000), false);
+    assert!(recs.is_empty());
+    for o in &out {
+        let e = o.result.clone().unwrap_err();
+        assert_eq!(e.code, 44, "{e}");
+        assert_eq!(
+            e.message,
+            "Excessively large number of partitions per request."
+        );
+    }
+    let mut manual = req("m", -1, -1);
+    manual.assignment = (0..10_001).map(|p| (p, vec![1])).collect();
+    let (out, _) = h.controller.create_topics(&h.image, &[manual], true);
+    assert_eq!(code(&out[0].result), 44, "manual assignments count too");
+    // Exactly 10,000 in one request is allowed (and named t.0 .. t.9, checked in O(1) each).
+    let (out, recs) = h.controller.create_topics(&h.image, &many(10, 1000), false);
+    assert!(out.iter().all(|o| o.result.is_ok()), "{out:?}");
+    h.commit(recs);
+    let (out, _) = h
+        .controller
+        .create_topics(&h.image, &[req("t_1", 1, 1)], true);
+    assert_eq!(code(&out[0].result), 17, "collision with an existing topic");
+    // CreatePartitions: 5,001 more for each of two topics is 10,002 in one request.
+    let cp = |name: &str, count: i32| CreatePartitionsRequest {
+        name: name.into(),
+        count,
+        assignment: None,
+    };
+    let (res, recs) =
+        h.controller
+            .create_partitions(&h.image, &[cp("t.0", 6001), cp("t.1", 6001)], false);
+    assert!(recs.is_empty());
+    assert!(res.iter().all(|r| code(&r.1) == 44), "{res:?}");
+    let (res, _) =
+        h.controller
+            .create_partitions(&h.image, &[cp("t.0", 6000), cp("t.1", 6000)], true);
+    assert!(res.iter().all(|r| r.1.is_ok()), "{res:?}");
+}
+
+/// Caught: CreatePartitions on `__consumer_offsets` was allowed, which remaps every group to
+/// another partition (and coordinator) and strands its committed offsets.
+#[test]
+fn partitions_cannot_be_added_to_internal_topics() {
+    let mut h = Harness::with_brokers(&[1, 2, 3]);
+    h.create("__consumer_offsets", 3, 1).unwrap();
+    let (res, recs) = h.controller.create_partitions(
+        &h.image,
+        &[CreatePartitionsRequest {
+            name: "__consumer_offsets".into(),
+            count: 4,
+            assignment: None,
+        }],
+        false,
+    );
+    assert!(recs.is_empty());
+    let e = res[0].1.clone().unwrap_err();
+    assert_eq!(e.code, 42, "{e}");
+    assert!(e.message.contains("internal topic"), "{e}");
+}

@@ -72,12 +72,19 @@ pub struct Cluster {
     pub voters: String,
     pub nodes: Vec<Node>,
     overrides: Vec<String>,
+    /// Extra environment variables of every node (test hooks).
+    env: Vec<(String, String)>,
 }
 
 impl Cluster {
     /// Starts `n` nodes (ids 1..=n) with the given `--override key=value`s and waits until each
     /// listens.
     pub fn start(n: i32, overrides: &[&str]) -> Cluster {
+        Self::start_with_env(n, overrides, &[])
+    }
+
+    /// [`Cluster::start`] with extra environment variables for every node.
+    pub fn start_with_env(n: i32, overrides: &[&str], env: &[(&str, &str)]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let controller_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let voters = (1..=n)
@@ -99,6 +106,10 @@ impl Cluster {
             voters,
             nodes,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         // Start all at once: the quorum only forms when a majority is up.
         let waits: Vec<_> = (0..cluster.nodes.len()).map(|i| cluster.spawn(i)).collect();
@@ -140,6 +151,7 @@ impl Cluster {
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let mut child = cmd.spawn().expect("spawn runnel broker");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = mpsc::channel();
