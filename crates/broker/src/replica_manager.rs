@@ -1,6 +1,7 @@
 //! Applies metadata images to the local logs: the role Kafka's LeaderAndIsr/StopReplica requests
 //! play. For every partition with a replica on this node it opens (or creates) the log and
-//! records whether this node leads it; logs of partitions that left the image are deleted.
+//! records whether this node leads it; logs of partitions that left the image are deleted, and
+//! logs the caught-up image never mentions are set aside as `-stray` directories.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,6 +13,37 @@ use tokio::sync::Notify;
 
 use crate::partition::{log_config, Partition, Role};
 
+/// What applying an image does to a partition log on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    Keep,
+    /// Renamed `-delete` and removed: the metadata deleted the topic or moved the replica.
+    Delete,
+    /// Renamed `-stray` and kept (Kafka's stray replica): on disk, but not in the image.
+    Stray,
+}
+
+/// The rule for a partition log on disk when an image is applied:
+/// * assigned here: kept;
+/// * before the node has caught up with the leader's committed metadata offset: kept,
+///   whatever the image says. A half-replayed image (a wiped metadata dir, a restart
+///   replaying entries after its snapshot) passes through states that are not the present: a
+///   replica moved away and back, a topic that exists later. Kafka's brokers do not act on
+///   metadata before they reach the leader's high watermark either;
+/// * hosted in the previous, caught-up image and gone from this one: deleted, the metadata
+///   says so (a deleted topic, a replica moved away);
+/// * anything else (found on disk, or only ever seen in a half-replayed image): stray. Never
+///   deleted in the pass that found it, nor later: an operator removes it.
+pub(crate) fn disposition(assigned: bool, hosted_caught_up: bool, caught_up: bool) -> Disposition {
+    if assigned || !caught_up {
+        Disposition::Keep
+    } else if hosted_caught_up {
+        Disposition::Delete
+    } else {
+        Disposition::Stray
+    }
+}
+
 pub struct ReplicaManager {
     node_id: i32,
     logs: LogManager,
@@ -19,8 +51,12 @@ pub struct ReplicaManager {
     partitions: RwLock<HashMap<String, BTreeMap<i32, Arc<Partition>>>>,
     /// Woken after every append so long-polling fetches can re-check.
     pub appended: Notify,
-    /// Whether the metadata image has caught up with the log, so stray logs may be deleted.
+    /// Whether the metadata image has caught up with the leader's committed offset, so logs
+    /// it does not mention may be set aside (see `disposition`).
     caught_up: std::sync::atomic::AtomicBool,
+    /// Whether the previous `apply_image` ran caught up: only a log hosted in a caught-up
+    /// image and then dropped from one was *deleted* by the metadata.
+    applied_caught_up: std::sync::atomic::AtomicBool,
     /// `replica.lag.time.max.ms`, for the partitions' caught-up rule.
     replica_lag_max_ms: i64,
 }
@@ -40,6 +76,7 @@ impl ReplicaManager {
             partitions: RwLock::new(HashMap::new()),
             appended: Notify::new(),
             caught_up: std::sync::atomic::AtomicBool::new(false),
+            applied_caught_up: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -125,18 +162,30 @@ impl ReplicaManager {
                     .insert(index, partition);
             }
         }
-        // Logs the image no longer assigns here are deleted. Logs found on disk at startup that
-        // no image has mentioned yet are only deleted once this node has caught up with the
-        // metadata log: a half-replayed image must never cost data.
+        // Logs the image does not assign here: see `disposition`.
         let caught_up = self.caught_up.load(std::sync::atomic::Ordering::Acquire);
+        let previous_caught_up = self
+            .applied_caught_up
+            .swap(caught_up, std::sync::atomic::Ordering::AcqRel);
         for (topic, index) in self.logs.partitions() {
-            let keep = wanted.get(&topic).is_some_and(|m| m.contains_key(&index));
-            let known = current.get(&topic).is_some_and(|m| m.contains_key(&index));
-            if !keep && (known || caught_up) {
-                tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
-                if let Err(e) = self.logs.delete(&topic, index) {
-                    tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
+            let assigned = wanted.get(&topic).is_some_and(|m| m.contains_key(&index));
+            let hosted =
+                previous_caught_up && current.get(&topic).is_some_and(|m| m.contains_key(&index));
+            match disposition(assigned, hosted, caught_up) {
+                Disposition::Keep => {}
+                Disposition::Delete => {
+                    tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
+                    if let Err(e) = self.logs.delete(&topic, index) {
+                        tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
+                    }
                 }
+                Disposition::Stray => match self.logs.rename_stray(&topic, index) {
+                    Ok(to) => tracing::warn!(topic = %topic, partition = index, dir = ?to,
+                        "partition log not in the caught-up metadata image: kept as a stray directory"),
+                    Err(e) => {
+                        tracing::error!(topic = %topic, partition = index, error = %e, "cannot set a stray partition log aside")
+                    }
+                },
             }
         }
         *self.partitions.write() = wanted;
@@ -144,7 +193,8 @@ impl ReplicaManager {
         self.appended.notify_waiters();
     }
 
-    /// Marks this node as caught up with the metadata log (see `apply_image`).
+    /// Marks this node as caught up with the leader's committed metadata offset (see
+    /// `disposition`); the next `apply_image` sets aside the logs that image does not know.
     pub fn set_caught_up(&self) {
         self.caught_up
             .store(true, std::sync::atomic::Ordering::Release);
@@ -238,5 +288,34 @@ impl ReplicaManager {
             }
         }
         deleted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{disposition, Disposition};
+
+    /// Caught (issue 9, item 5): a node that had not caught up with the leader deleted the
+    /// logs its partial image did not mention, and a caught-up one deleted stray logs instead
+    /// of keeping them.
+    #[test]
+    fn logs_are_deleted_only_by_a_caught_up_image_and_strays_are_kept() {
+        use Disposition::*;
+        // (assigned, hosted in the previous caught-up image, caught up) -> disposition
+        let cases = [
+            ((true, true, true), Keep),
+            ((true, false, false), Keep),
+            ((false, true, false), Keep),
+            ((false, false, false), Keep),
+            ((false, true, true), Delete),
+            ((false, false, true), Stray),
+        ];
+        for ((assigned, hosted, caught_up), want) in cases {
+            assert_eq!(
+                disposition(assigned, hosted, caught_up),
+                want,
+                "{assigned} {hosted} {caught_up}"
+            );
+        }
     }
 }

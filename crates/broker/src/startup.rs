@@ -15,6 +15,7 @@ use runnel_log::LogManager;
 use runnel_metadata::{
     effective_topic_config, BrokerDefaults, ControllerConfig, MetadataImage, PlacementPolicy,
 };
+use runnel_raft::storage::log::LogStore;
 use runnel_raft::{Committed, MetadataQuorum, QuorumConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -123,41 +124,85 @@ fn advertised(
 
 /// Applies every committed metadata batch (or snapshot) to the image and publishes it: the
 /// same on controllers and plain brokers, so all of them converge on one image.
+///
+/// The node is caught up (and may set aside partition logs the image does not mention) once
+/// its image reaches the leader's committed offset as the leader reported it after this node
+/// started (`leader_committed`, see [`learn_leader_committed`]), never at its own: after a
+/// restart or a wiped metadata directory the local log may hold much less than the quorum
+/// committed, and a partial image would make real partitions look like strays.
 async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
     cluster_id: String,
     publisher: Publisher,
     replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
+    mut leader_committed: tokio::sync::oneshot::Receiver<i64>,
 ) {
-    // What this node had committed when it started: once applied, stray logs may go.
-    let target = quorum.last_committed_offset();
+    let mut target: Option<i64> = None;
+    let mut waiting_for_target = true;
     let mut caught_up = false;
-    if target < 0 {
-        replicas.set_caught_up();
-        caught_up = true;
-    }
     let mut reader = quorum.committed();
-    while let Some(committed) = reader.next().await {
-        match committed {
-            Committed::Image(snapshot) => {
-                let mut next = (*snapshot).clone();
-                next.cluster_id = cluster_id.clone();
-                image = Arc::new(next);
+    loop {
+        tokio::select! {
+            committed = reader.next() => {
+                let Some(committed) = committed else { return };
+                match committed {
+                    Committed::Image(snapshot) => {
+                        let mut next = (*snapshot).clone();
+                        next.cluster_id = cluster_id.clone();
+                        image = Arc::new(next);
+                    }
+                    Committed::Records(records) => match image.apply(&records) {
+                        Ok(next) => image = Arc::new(next),
+                        Err(e) => {
+                            tracing::error!(error = %e, "committed metadata does not apply to the image");
+                            continue;
+                        }
+                    },
+                }
             }
-            Committed::Records(records) => match image.apply(&records) {
-                Ok(next) => image = Arc::new(next),
-                Err(e) => {
-                    tracing::error!(error = %e, "committed metadata does not apply to the image");
+            learned = &mut leader_committed, if waiting_for_target => {
+                waiting_for_target = false;
+                target = learned.ok();
+                if target.is_none() {
                     continue;
                 }
-            },
+            }
         }
-        if !caught_up && image.offset >= target {
+        if !caught_up && target.is_some_and(|t| image.offset >= t) {
+            tracing::info!(
+                offset = image.offset,
+                "metadata caught up with the leader's committed offset"
+            );
             replicas.set_caught_up();
             caught_up = true;
         }
         publisher.publish(image.clone());
+    }
+}
+
+/// Asks the active controller (the quorum leader) for its committed metadata offset until it
+/// gives one that covers everything committed before its term (see
+/// `QuorumStatus::leader_applied_own_term`): the offset this node must reach to be caught up.
+async fn learn_leader_committed(client: ControllerClient, tx: tokio::sync::oneshot::Sender<i64>) {
+    loop {
+        match client.quorum_status().await {
+            Ok(Some(status)) if status.leader_applied_own_term => {
+                tracing::debug!(
+                    leader = ?status.leader_id,
+                    offset = status.last_record_offset,
+                    "learned the leader's committed metadata offset"
+                );
+                let _ = tx.send(status.last_record_offset);
+                return;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e.message, "leader's committed offset not known yet")
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -273,6 +318,19 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             data_dir.display()
         ))
     })?;
+    // The metadata logs are checked before any partition directory is opened: a damaged one
+    // refuses to start with nothing in the log dir touched (not even recovery).
+    let file_log = match &config.cluster {
+        None => Some(
+            FileMetadataLog::open(&data_dir.join("metadata"))
+                .map_err(|e| BrokerError::Startup(e.to_string()))?,
+        ),
+        Some(_) => {
+            LogStore::verify(&data_dir.join("metadata-quorum"))
+                .map_err(|e| BrokerError::Startup(format!("metadata quorum did not start: {e}")))?;
+            None
+        }
+    };
     let defaults = BrokerDefaults::new(config.props.clone());
     let default_log_config = log_config(&effective_topic_config(&BTreeMap::new(), &defaults));
     let logs = LogManager::open(data_dir.clone(), default_log_config)?;
@@ -323,7 +381,9 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
         None => {
             let cluster_id = cluster_id(&data_dir, config.node_id, None)?;
-            let metadata_log = FileMetadataLog::open(&data_dir.join("metadata"))?;
+            let metadata_log = file_log.ok_or_else(|| {
+                BrokerError::Startup("the single-node metadata log was not opened".into())
+            })?;
             let records = metadata_log.replay()?;
             let image = MetadataImage::empty(cluster_id.clone())
                 .apply(&records)
@@ -385,12 +445,14 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             let (image_tx, image_rx) = watch::channel(image.clone());
             let publisher = Publisher::new(replicas.clone(), image_tx);
             publisher.publish(image.clone());
+            let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
             tokio::spawn(follow_quorum(
                 quorum.clone(),
                 cluster_id.clone(),
                 publisher,
                 replicas.clone(),
                 image.clone(),
+                committed_rx,
             ));
             let local = if cluster.controller {
                 let backend = Backend::Quorum {
@@ -418,6 +480,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 quorum.clone(),
                 cluster.voters.clone(),
             );
+            tokio::spawn(learn_leader_committed(client.clone(), committed_tx));
             if cluster.broker {
                 let incarnation = Uuid::new_v4();
                 let broker_epoch = register_in_cluster(

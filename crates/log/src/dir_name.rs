@@ -1,4 +1,5 @@
-//! Partition directory names: `<topic>-<partition>`, and the `-delete` / `-future` forms.
+//! Partition directory names: `<topic>-<partition>`, and the `-delete` / `-stray` / `-future`
+//! forms.
 //! Topic names may contain `-` and `.`, so the partition is what follows the LAST `-`.
 
 /// Parses `<topic>-<partition>`; `None` for anything else (including `-delete`/`-future` dirs).
@@ -19,6 +20,17 @@ pub fn partition_dir_name(topic: &str, partition: i32) -> String {
 /// `<topic>-<partition>.<uuid-simple>-delete`: the name a deleted partition is renamed to.
 pub fn delete_dir_name(topic: &str, partition: i32, uuid: uuid::Uuid) -> String {
     format!("{topic}-{partition}.{}-delete", uuid.simple())
+}
+
+/// `<topic>-<partition>.<uuid-simple>-stray`: Kafka's name for a partition directory the
+/// metadata does not know (kept, never deleted automatically).
+pub fn stray_dir_name(topic: &str, partition: i32, uuid: uuid::Uuid) -> String {
+    format!("{topic}-{partition}.{}-stray", uuid.simple())
+}
+
+/// True for stray partition directories (see [`stray_dir_name`]).
+pub fn is_stray_dir(name: &str) -> bool {
+    name.ends_with("-stray")
 }
 
 /// True for directories of deleted partitions awaiting removal.
@@ -48,6 +60,10 @@ mod tests {
         assert!(is_delete_dir(&d));
         assert_eq!(parse_partition_dir(&d), None);
         assert_eq!(parse_partition_dir("t-0.abc-future"), None);
+        let s = stray_dir_name("my-topic", 2, uuid::Uuid::nil());
+        assert_eq!(s, "my-topic-2.00000000000000000000000000000000-stray");
+        assert!(is_stray_dir(&s) && !is_delete_dir(&s));
+        assert_eq!(parse_partition_dir(&s), None);
         assert_eq!(partition_dir_name("my-topic.v2", 17), "my-topic.v2-17");
     }
 }

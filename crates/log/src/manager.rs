@@ -11,7 +11,10 @@ use parking_lot::Mutex;
 
 use crate::checkpoint::{self, sync_dir, OffsetCheckpoint};
 use crate::config::LogConfig;
-use crate::dir_name::{delete_dir_name, is_delete_dir, parse_partition_dir, partition_dir_name};
+use crate::dir_name::{
+    delete_dir_name, is_delete_dir, is_stray_dir, parse_partition_dir, partition_dir_name,
+    stray_dir_name,
+};
 use crate::error::LogError;
 use crate::partition_log::{PartitionLog, RecoveryHint};
 use crate::partition_metadata;
@@ -118,6 +121,13 @@ impl LogManager {
                 if let Err(e) = fs::remove_dir_all(entry.path()) {
                     tracing::warn!(dir = name, error = %e, "could not remove deleted partition");
                 }
+                continue;
+            }
+            if is_stray_dir(name) {
+                tracing::warn!(
+                    dir = name,
+                    "keeping a stray partition directory (not in the metadata); remove it by hand when it is not needed"
+                );
                 continue;
             }
             let Some(key) = parse_partition_dir(name) else {
@@ -247,6 +257,24 @@ impl LogManager {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
+    }
+
+    /// Sets a partition log aside as stray (on disk, but not in the metadata image): the log
+    /// is closed for writes and forgotten, and its directory renamed to
+    /// `<t>-<p>.<uuid>-stray`, Kafka's name, and kept; nothing deletes it automatically.
+    /// Returns the new path, `None` if the partition is not hosted.
+    pub fn rename_stray(&self, topic: &str, partition: i32) -> Result<Option<PathBuf>, LogError> {
+        let Some(entry) = self.logs.lock().remove(&(topic.to_string(), partition)) else {
+            return Ok(None);
+        };
+        let mut log = entry.log.lock();
+        log.abandon();
+        let to = self
+            .dir
+            .join(stray_dir_name(topic, partition, uuid::Uuid::new_v4()));
+        fs::rename(log.dir(), &to)?;
+        sync_dir(&self.dir)?;
+        Ok(Some(to))
     }
 
     pub fn partitions(&self) -> Vec<(String, i32)> {

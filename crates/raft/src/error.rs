@@ -31,3 +31,9 @@ impl From<std::io::Error> for QuorumError {
         QuorumError::Storage(e.to_string())
     }
 }
+
+impl From<crate::storage::log::OpenError> for QuorumError {
+    fn from(e: crate::storage::log::OpenError) -> Self {
+        QuorumError::Storage(e.to_string())
+    }
+}

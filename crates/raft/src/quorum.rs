@@ -173,7 +173,11 @@ impl MetadataQuorum {
         self.shared.lock().image.clone()
     }
 
-    /// The offset of the last committed record on this node (-1: none).
+    /// The offset of the last committed record *on this node* (-1: none). After a restart
+    /// this is only what the local snapshot and log hold, not what the quorum committed: a
+    /// node whose metadata directory was wiped starts at -1. Whether a node has caught up is
+    /// decided against the leader's committed offset instead (see
+    /// [`QuorumStatus::leader_applied_own_term`]).
     pub fn last_committed_offset(&self) -> i64 {
         self.shared.lock().image.offset
     }
@@ -237,6 +241,10 @@ impl MetadataQuorum {
             high_watermark: m.last_applied.map_or(0, |l| l.index + 1),
             last_record_offset: self.last_committed_offset(),
             log_end_offset: log_end,
+            leader_applied_own_term: m.state == ServerState::Leader
+                && m.current_leader == Some(self.node_id as NodeId)
+                && m.last_applied
+                    .is_some_and(|l| l.leader_id.term == m.current_term),
             voters,
             observers,
         }

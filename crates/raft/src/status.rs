@@ -30,6 +30,14 @@ pub struct QuorumStatus {
     pub last_record_offset: i64,
     /// This node's Raft log end offset.
     pub log_end_offset: u64,
+    /// True when this node is the leader and has applied an entry of its own term: then
+    /// `last_record_offset` covers every record committed before the term began (Raft's
+    /// leader completeness), which makes it the committed offset a restarted node must reach
+    /// before it calls itself caught up (what a KRaft broker learns as the high watermark
+    /// from the leader). A leader that has not yet applied its term's first entry may be
+    /// behind what earlier leaders committed.
+    #[serde(default)]
+    pub leader_applied_own_term: bool,
     pub voters: Vec<ReplicaStatus>,
     /// Learners: brokers following the log without voting.
     pub observers: Vec<ReplicaStatus>,

@@ -6,7 +6,8 @@
 //! `Purged` marker. Appends are fsynced before openraft is told they are flushed; a truncation
 //! (conflicting suffix from a new leader) cuts the file; a purge rewrites the small remainder
 //! into a new file that starts with the `Purged` marker, atomically. A torn tail (crash during
-//! an append, which openraft never acknowledged) is cut off on open.
+//! an append, which openraft never acknowledged) is cut off on open; a bad record followed by
+//! valid ones refuses the open, and a failed append is rolled back (see `damage`).
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -20,8 +21,9 @@ use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, OptionalSend, RaftLogReader, StorageIOError};
 use serde::{Deserialize, Serialize};
 
+use crate::storage::damage::{self, DamagedLog};
 use crate::storage::vote::VoteStore;
-use crate::storage::{frame_record, invalid_data, parse_record, write_atomic};
+use crate::storage::{frame_record, invalid_data, parse_record, write_atomic, HEADER_LEN};
 use crate::types::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const LOG_FILE: &str = "raft.log";
@@ -43,7 +45,23 @@ struct Inner {
     /// Length of the valid part of the file.
     end: u64,
     votes: VoteStore,
+    /// Test fault hook: the next write stops after this many bytes and fails.
+    #[cfg(test)]
+    fault: Option<usize>,
 }
+
+/// Why the Raft log cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Damaged(#[from] DamagedLog),
+    #[error("cannot open the Raft log: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// What an operator can do about a damaged Raft log.
+const REMEDY: &str = "If a majority of the other voters is healthy, move this node's \
+    metadata-quorum directory away and restart it to re-replicate the log from the leader.";
 
 /// The durable Raft log of one node; cheap to clone (the clone is openraft's log reader).
 #[derive(Clone)]
@@ -52,22 +70,22 @@ pub struct LogStore {
 }
 
 impl LogStore {
-    /// Opens (or creates) the log in `dir`, cutting off a torn tail.
-    pub fn open(dir: &Path) -> io::Result<LogStore> {
+    /// Opens (or creates) the log in `dir`, cutting off a torn tail. A corrupt record followed
+    /// by valid ones is [`DamagedLog`] (see [`crate::storage::damage`]): the entries after it
+    /// may have been acknowledged to the leader, so this voter must not forget them.
+    pub fn open(dir: &Path) -> Result<LogStore, OpenError> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(LOG_FILE);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
+        let scanned = damage::scan(&bytes, parse_log_record, any_log_record)
+            .map_err(|d| d.in_file(&path, "record", REMEDY))?;
         let mut entries = BTreeMap::new();
         let mut last_purged = None;
-        let mut pos = 0usize;
-        while let Some((body, used)) = parse_record(&bytes[pos..]) {
-            let Ok(record) = serde_json::from_slice::<LogRecord>(body) else {
-                break;
-            };
+        for (pos, record) in scanned.records {
             match record {
                 LogRecord::Purged(id) => {
                     entries.retain(|i, _| *i > id.index);
@@ -78,20 +96,20 @@ impl LogStore {
                     // completed in the file; the later record wins, like in the live log.
                     let index = e.log_id.index;
                     entries.retain(|i, _| *i < index);
-                    entries.insert(index, (pos as u64, e));
+                    entries.insert(index, (pos, e));
                 }
             }
-            pos += used;
         }
+        let pos = scanned.valid_len;
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .read(true)
             .write(true)
             .open(&path)?;
-        if (pos as u64) < file.metadata()?.len() {
+        if pos < file.metadata()?.len() {
             tracing::warn!(path = %path.display(), valid = pos, "cutting the torn tail of the Raft log");
-            file.set_len(pos as u64)?;
+            file.set_len(pos)?;
             file.sync_all()?;
         }
         crate::storage::sync_dir(dir)?;
@@ -101,10 +119,27 @@ impl LogStore {
                 file,
                 entries,
                 last_purged,
-                end: pos as u64,
+                end: pos,
                 votes: VoteStore::new(dir.to_path_buf()),
+                #[cfg(test)]
+                fault: None,
             })),
         })
+    }
+
+    /// Checks the log in `dir` without changing anything: [`OpenError::Damaged`] where
+    /// [`LogStore::open`] would refuse (a missing log is fine; a torn tail is left for `open`).
+    /// The broker runs it before it opens any partition directory.
+    pub fn verify(dir: &Path) -> Result<(), OpenError> {
+        let path = dir.join(LOG_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        damage::scan(&bytes, parse_log_record, any_log_record)
+            .map_err(|d| d.in_file(&path, "record", REMEDY))?;
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -132,7 +167,10 @@ impl LogStore {
             .collect()
     }
 
-    /// Appends and fsyncs; memory is updated only once the bytes are durable.
+    /// Appends and fsyncs; memory is updated only once the bytes are durable. A failed write
+    /// or fsync is rolled back (the file cut to its previous length and fsynced), so the file
+    /// never holds a partial record that a later append would follow; if even the rollback
+    /// fails the process stops ([`damage::fail_stop`]).
     pub fn append_entries(&self, entries: Vec<Entry>) -> io::Result<()> {
         let mut inner = self.lock();
         let mut buf = Vec::new();
@@ -143,8 +181,19 @@ impl LogStore {
             frame_record(&body, &mut buf)?;
         }
         let end = inner.end;
-        write_at(&mut inner.file, end, &buf)?;
-        inner.file.sync_data()?;
+        if let Err(e) = inner.write_durably(end, &buf) {
+            if let Err(rollback) = inner.file.set_len(end).and_then(|()| inner.file.sync_all()) {
+                damage::fail_stop(
+                    &format!(
+                        "a failed Raft log append ({e}) could not be rolled back in {}",
+                        inner.dir.join(LOG_FILE).display()
+                    ),
+                    &rollback,
+                );
+            }
+            tracing::error!(error = %e, "Raft log append failed; rolled back");
+            return Err(e);
+        }
         inner.end += buf.len() as u64;
         for (pos, e) in positions.into_iter().zip(entries) {
             inner.entries.insert(e.log_id.index, (pos, e));
@@ -203,10 +252,40 @@ impl LogStore {
     }
 }
 
-fn write_at(file: &mut File, pos: u64, buf: &[u8]) -> io::Result<()> {
-    use std::io::{Seek, SeekFrom};
-    file.seek(SeekFrom::Start(pos))?;
-    file.write_all(buf)
+impl Inner {
+    /// Writes `buf` at `pos` and fsyncs it.
+    fn write_durably(&mut self, pos: u64, buf: &[u8]) -> io::Result<()> {
+        use std::io::{Seek, SeekFrom};
+        self.file.seek(SeekFrom::Start(pos))?;
+        #[cfg(test)]
+        if let Some(written) = self.fault.take() {
+            // The test fault hook: a disk that fills up part-way through the write.
+            self.file.write_all(&buf[..written.min(buf.len())])?;
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "injected ENOSPC",
+            ));
+        }
+        self.file.write_all(buf)?;
+        self.file.sync_data()
+    }
+}
+
+/// One record of the file at the start of `bytes`, with its framed length.
+fn parse_log_record(bytes: &[u8]) -> Option<(LogRecord, usize)> {
+    let (body, used) = parse_record(bytes)?;
+    let record = serde_json::from_slice::<LogRecord>(body).ok()?;
+    Some((record, used))
+}
+
+/// Whether a valid record starts at any byte of `bytes` (after a bad record, whose length
+/// field cannot be trusted). Bodies are JSON objects, which rules out most offsets before the
+/// checksum is computed.
+fn any_log_record(bytes: &[u8]) -> bool {
+    (0..bytes.len()).any(|i| {
+        let rest = &bytes[i..];
+        rest.get(HEADER_LEN) == Some(&b'{') && parse_log_record(rest).is_some()
+    })
 }
 
 fn io_err(e: io::Error) -> StorageError {
@@ -345,8 +424,9 @@ mod tests {
         assert_eq!(log.state().last_log_id.map(|l| l.index), Some(5));
     }
 
+    /// A torn last record (crash during an append that was never acknowledged) is cut off.
     #[test]
-    fn torn_and_corrupt_tails_are_cut() {
+    fn torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
         let log = LogStore::open(dir.path()).unwrap();
         log.append_entries((1..=3).map(|i| entry(1, i)).collect())
@@ -354,19 +434,68 @@ mod tests {
         drop(log);
         let path = dir.path().join(LOG_FILE);
         let full = std::fs::read(&path).unwrap();
-        // A torn last record.
         std::fs::write(&path, &full[..full.len() - 3]).unwrap();
         let log = LogStore::open(dir.path()).unwrap();
         assert_eq!(indexes(&log), vec![(1, 1), (1, 2)]);
         log.append_entries(vec![entry(1, 3)]).unwrap();
         drop(log);
         assert_eq!(std::fs::read(&path).unwrap(), full);
-        // A flipped bit in the second record drops it and everything after it.
+        // A corrupt (not short) last record is a torn tail too.
         let mut bytes = full.clone();
-        let second = parse_record(&bytes).unwrap().1 + 12;
-        bytes[second] ^= 0x01;
+        let last = bytes.len() - 5;
+        bytes[last] ^= 0x01;
         std::fs::write(&path, &bytes).unwrap();
         let log = LogStore::open(dir.path()).unwrap();
-        assert_eq!(indexes(&log), vec![(1, 1)]);
+        assert_eq!(indexes(&log), vec![(1, 1), (1, 2)]);
+    }
+
+    /// Caught (issue 9, item 5): a flipped bit in the middle of the log used to cut it there,
+    /// so a voter silently forgot the entries after it, which it may have acknowledged. Now
+    /// the open refuses, naming the file and the byte offset, and leaves the file as it was.
+    #[test]
+    fn corruption_followed_by_valid_records_refuses_to_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogStore::open(dir.path()).unwrap();
+        log.append_entries((1..=3).map(|i| entry(1, i)).collect())
+            .unwrap();
+        drop(log);
+        let path = dir.path().join(LOG_FILE);
+        let bytes = std::fs::read(&path).unwrap();
+        let second = parse_record(&bytes).unwrap().1;
+        for (at, what) in [(second + 12, "body"), (second + 1, "length")] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x01;
+            std::fs::write(&path, &damaged).unwrap();
+            let err = LogStore::open(dir.path()).err().expect(what).to_string();
+            assert!(err.contains(&path.display().to_string()), "{what}: {err}");
+            assert!(
+                err.contains(&format!("byte offset {second} (record 2)")),
+                "{what}: {err}"
+            );
+            assert_eq!(std::fs::read(&path).unwrap(), damaged, "{what}");
+        }
+    }
+
+    /// Caught (issue 9, item 5): an append that failed part-way (ENOSPC) used to leave the
+    /// partial record in the file, and the next successful append wrote valid entries after
+    /// it. Now the file is rolled back to its previous length: later appends and a reopen see
+    /// exactly the acknowledged entries.
+    #[test]
+    fn failed_append_is_rolled_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogStore::open(dir.path()).unwrap();
+        log.append_entries((1..=2).map(|i| entry(1, i)).collect())
+            .unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let before = std::fs::read(&path).unwrap();
+        log.lock().fault = Some(20);
+        let err = log.append_entries(vec![entry(1, 3)]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(indexes(&log), vec![(1, 1), (1, 2)]);
+        log.append_entries(vec![entry(1, 3), entry(1, 4)]).unwrap();
+        drop(log);
+        let log = LogStore::open(dir.path()).unwrap();
+        assert_eq!(indexes(&log), vec![(1, 1), (1, 2), (1, 3), (1, 4)]);
     }
 }

@@ -4,6 +4,7 @@
 //! Everything on disk is framed as `[u32 length][u32 crc32c][body]` so that a torn write or a
 //! flipped bit is detected instead of being decoded as a different, valid value.
 
+pub mod damage;
 pub mod log;
 pub mod snapshot;
 pub mod vote;

@@ -247,6 +247,21 @@ impl Cluster {
         rx.recv_timeout(DEADLINE).expect("restarted node listening");
     }
 
+    /// Waits (bounded by [`DEADLINE`]) for node `index`'s process to exit on its own: its exit
+    /// status, or `None` if it is still running (it is left running) or was not started.
+    pub fn wait_exit(&mut self, index: usize) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + DEADLINE;
+        while Instant::now() < deadline {
+            let child = self.nodes[index].child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.nodes[index].child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Indexes of the nodes that run.
     pub fn alive(&self) -> Vec<usize> {
         (0..self.nodes.len())
