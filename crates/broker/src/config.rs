@@ -5,9 +5,12 @@
 //! needs; the whole map also serves as the fallback for topic-level configs.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use crate::server::limits::{ConfiguredLimits, PerIpLimits, DEFAULT_REQUEST_MEMORY};
 use crate::{BrokerArgs, BrokerError};
 
 /// Kafka broker properties this broker understands, with Kafka's defaults.
@@ -18,6 +21,13 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("delete.topic.enable", "true"),
     ("message.max.bytes", "1048588"),
     ("socket.request.max.bytes", "104857600"),
+    // The listener's limits (docs/network-limits.md): Kafka's names and defaults; what the
+    // unbounded defaults mean here is decided in `server::limits`.
+    ("max.connections", "2147483647"),
+    ("max.connections.per.ip", "2147483647"),
+    ("max.connections.per.ip.overrides", ""),
+    ("connections.max.idle.ms", "600000"),
+    ("queued.max.request.bytes", "-1"),
     ("log.segment.bytes", "1073741824"),
     ("log.roll.hours", "168"),
     ("log.retention.hours", "168"),
@@ -165,6 +175,7 @@ impl BrokerConfig {
         }
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
+        self.server_limits()?;
         self.i64("log.flush.interval.messages")?;
         self.i64("log.retention.check.interval.ms")?;
         match self.str("replica.placement.policy") {
@@ -224,6 +235,55 @@ impl BrokerConfig {
 
     pub fn get_bool(&self, key: &str, fallback: bool) -> bool {
         self.bool(key).unwrap_or(fallback)
+    }
+
+    /// The listener's limits as configured (validated: invalid values are startup errors).
+    pub fn server_limits(&self) -> Result<ConfiguredLimits, BrokerError> {
+        let non_negative = |key: &str| -> Result<u64, BrokerError> {
+            let v = self.i64(key)?;
+            u64::try_from(v)
+                .map_err(|_| BrokerError::Config(format!("{key} must be >= 0, got {v}")))
+        };
+        let max_connections = non_negative("max.connections")?;
+        let per_ip_default = non_negative("max.connections.per.ip")?;
+        let overrides = parse_per_ip_overrides(self.str("max.connections.per.ip.overrides"))?;
+        if per_ip_default == 0 && overrides.is_empty() {
+            return Err(BrokerError::Config(
+                "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides is set"
+                    .into(),
+            ));
+        }
+        let idle_ms = self.i64("connections.max.idle.ms")?;
+        if idle_ms == 0 {
+            return Err(BrokerError::Config(
+                "connections.max.idle.ms must not be 0 (it would close every connection at once; -1 disables the idle timeout)"
+                    .into(),
+            ));
+        }
+        let max_request_bytes = non_negative("socket.request.max.bytes")?;
+        let queued = self.i64("queued.max.request.bytes")?;
+        let request_memory = match u64::try_from(queued) {
+            Ok(q) if q > 0 && q < max_request_bytes => {
+                return Err(BrokerError::Config(format!(
+                    "queued.max.request.bytes ({q}) must be at least socket.request.max.bytes ({max_request_bytes}), or -1"
+                )))
+            }
+            Ok(q) if q > 0 => q,
+            _ => DEFAULT_REQUEST_MEMORY.max(max_request_bytes),
+        };
+        Ok(ConfiguredLimits {
+            max_connections: self
+                .props
+                .contains_key("max.connections")
+                .then_some(max_connections),
+            per_ip: PerIpLimits {
+                default: per_ip_default,
+                overrides,
+            },
+            idle_timeout: u64::try_from(idle_ms).ok().map(Duration::from_millis),
+            max_request_bytes: usize::try_from(max_request_bytes).unwrap_or(usize::MAX),
+            request_memory,
+        })
     }
 
     pub fn rack(&self) -> Option<String> {
@@ -336,6 +396,39 @@ fn cluster_config(
     }))
 }
 
+/// Parses `max.connections.per.ip.overrides`: `host:count,host:count` (Kafka's format). Host
+/// names are resolved once, here; every address of a name gets its count.
+fn parse_per_ip_overrides(raw: &str) -> Result<HashMap<IpAddr, u64>, BrokerError> {
+    let mut out = HashMap::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why: &str| {
+            BrokerError::Config(format!(
+                "max.connections.per.ip.overrides entry '{entry}' {why}"
+            ))
+        };
+        let (host, count) = entry
+            .rsplit_once(':')
+            .ok_or_else(|| bad("is not host:count"))?;
+        let count: u64 = count
+            .trim()
+            .parse()
+            .map_err(|_| bad("needs a count >= 0"))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let ips: Vec<IpAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) => (host, 0)
+                .to_socket_addrs()
+                .map_err(|e| bad(&format!("names a host that does not resolve: {e}")))?
+                .map(|a| a.ip())
+                .collect(),
+        };
+        for ip in ips {
+            out.insert(ip, count);
+        }
+    }
+    Ok(out)
+}
+
 fn default_of(key: &str) -> Option<&'static str> {
     DEFAULTS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
@@ -435,6 +528,49 @@ mod tests {
         assert!(BrokerConfig::from_args(&args(&["num.partitions=x"])).is_err());
         assert!(BrokerConfig::from_args(&args(&["num.partitions"])).is_err());
         assert!(BrokerConfig::from_args(&args(&["auto.create.topics.enable=maybe"])).is_err());
+    }
+
+    #[test]
+    fn listener_limits_are_validated() {
+        let c = BrokerConfig::from_args(&args(&[])).unwrap();
+        let l = c.server_limits().unwrap();
+        assert_eq!(
+            l.max_connections, None,
+            "Kafka's default: derived from the FD limit"
+        );
+        assert_eq!(l.per_ip.default, i32::MAX as u64);
+        assert_eq!(l.idle_timeout, Some(Duration::from_millis(600_000)));
+        assert_eq!(l.request_memory, DEFAULT_REQUEST_MEMORY);
+        let c = BrokerConfig::from_args(&args(&[
+            "max.connections=10",
+            "max.connections.per.ip=0",
+            "max.connections.per.ip.overrides=127.0.0.1:3, [::1]:4 ,localhost:5",
+            "connections.max.idle.ms=-1",
+            "socket.request.max.bytes=1000",
+            "queued.max.request.bytes=5000",
+        ]))
+        .unwrap();
+        let l = c.server_limits().unwrap();
+        assert_eq!(l.max_connections, Some(10));
+        assert_eq!(
+            l.per_ip.limit_for("127.0.0.1".parse().unwrap()),
+            5,
+            "localhost came last"
+        );
+        assert_eq!(l.per_ip.limit_for("10.1.1.1".parse().unwrap()), 0);
+        assert_eq!(l.idle_timeout, None);
+        assert_eq!(l.request_memory, 5000);
+        for bad in [
+            "max.connections=-1",
+            "max.connections.per.ip=0",
+            "max.connections.per.ip=x",
+            "max.connections.per.ip.overrides=127.0.0.1",
+            "max.connections.per.ip.overrides=127.0.0.1:-3",
+            "connections.max.idle.ms=0",
+            "queued.max.request.bytes=1000",
+        ] {
+            assert!(BrokerConfig::from_args(&args(&[bad])).is_err(), "{bad}");
+        }
     }
 
     #[test]

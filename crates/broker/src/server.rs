@@ -3,104 +3,240 @@
 //! Each connection is one task that handles its requests one at a time, as Kafka does, so
 //! responses keep request order without bookkeeping. Anything malformed closes that connection
 //! only; the broker keeps serving everyone else.
+//!
+//! Limits (docs/network-limits.md, Kafka's `SocketServer` semantics): at `max.connections` the
+//! acceptor stops accepting until a connection closes (new ones wait in the listen backlog);
+//! a connection over `max.connections.per.ip` is accepted and closed at once; a connection that
+//! has not delivered a complete request (or taken its response) within
+//! `connections.max.idle.ms` is closed, half-received frame or not; request bytes come out of
+//! one pool (`queued.max.request.bytes`) and an empty pool stops reading (backpressure).
 
-use std::net::SocketAddr;
+pub mod fd_limit;
+pub mod frame;
+pub mod limits;
+pub mod memory;
+
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use parking_lot::Mutex;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
 use crate::dispatch::{dispatch, DispatchError};
+use frame::{read_frame, Frame};
+use limits::{ConnectionCounts, PerIpLimits, ServerLimits};
+use memory::RequestMemory;
+
+/// Read-ahead buffer per connection: small, since a large body bypasses it (memory for bodies
+/// comes from the pool) and thousands of idle connections each keep one.
+const READ_BUFFER: usize = 4 * 1024;
+
+/// Backoff after a failed accept (EMFILE, ENFILE, ENOBUFS, ...): doubles up to the maximum.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// What every connection task shares.
+struct Shared {
+    broker: Arc<Broker>,
+    idle_timeout: Option<Duration>,
+    max_request_bytes: usize,
+    memory: RequestMemory,
+    counts: Mutex<ConnectionCounts>,
+    per_ip: PerIpLimits,
+}
+
+/// A connection's place in the limits, given back when it is dropped.
+struct Slot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+    _total: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.shared.counts.lock().close(self.ip);
+    }
+}
+
+/// The delay before the next accept after `failures` consecutive failed ones.
+pub fn accept_backoff(failures: u32) -> Duration {
+    ACCEPT_BACKOFF_MIN
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(ACCEPT_BACKOFF_MAX)
+}
 
 /// Accepts connections until `shutdown` flips to true.
 pub async fn serve(
     listener: TcpListener,
     broker: Arc<Broker>,
+    limits: ServerLimits,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let total = Arc::new(Semaphore::new(
+        limits.max_connections.min(Semaphore::MAX_PERMITS),
+    ));
+    let shared = Arc::new(Shared {
+        broker,
+        idle_timeout: limits.idle_timeout,
+        max_request_bytes: limits.max_request_bytes,
+        memory: RequestMemory::new(limits.request_memory),
+        counts: Mutex::new(ConnectionCounts::default()),
+        per_ip: limits.per_ip,
+    });
+    tracing::info!(
+        max_connections = limits.max_connections,
+        request_memory = shared.memory.capacity_bytes(),
+        idle_timeout_ms = limits.idle_timeout.map(|d| d.as_millis() as u64),
+        "listener limits"
+    );
+    let mut failures: u32 = 0;
     loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let broker = broker.clone();
-                    let shutdown = shutdown.clone();
-                    tokio::spawn(async move {
-                        connection(stream, peer, broker, shutdown).await;
-                    });
-                }
-                Err(e) => {
-                    // EMFILE and friends: back off briefly instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
+        // At max.connections, wait for a slot before accepting (Kafka's acceptor blocks too).
+        let permit = tokio::select! {
+            permit = total.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
             },
             _ = shutdown.changed() => return,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                failures = 0;
+                let opened = shared.counts.lock().open(peer.ip(), &shared.per_ip);
+                if let Err(refused) = opened {
+                    tracing::debug!(%peer, "rejected connection: {refused}");
+                    drop(stream);
+                    continue;
+                }
+                let slot = Slot {
+                    shared: shared.clone(),
+                    ip: peer.ip(),
+                    _total: permit,
+                };
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move {
+                    connection(stream, peer, slot, shutdown).await;
+                });
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                let delay = accept_backoff(failures);
+                if failures == 1 {
+                    tracing::warn!(error = %e, "accept failed; backing off");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
         }
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+enum Closed {
+    #[error("idle for longer than connections.max.idle.ms")]
+    Idle,
+    #[error(transparent)]
+    Frame(#[from] frame::FrameError),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("client went away: {0}")]
+    Write(std::io::Error),
+    #[error("shutting down")]
+    Shutdown,
+    #[error("client closed the connection")]
+    Eof,
+}
+
+/// Runs `f`, or gives up with [`Closed::Idle`] after the idle timeout.
+async fn within<T>(
+    idle: Option<Duration>,
+    f: impl std::future::Future<Output = Result<T, Closed>>,
+) -> Result<T, Closed> {
+    match idle {
+        Some(limit) => tokio::time::timeout(limit, f)
+            .await
+            .unwrap_or(Err(Closed::Idle)),
+        None => f.await,
     }
 }
 
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
-    broker: Arc<Broker>,
+    slot: Slot,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let ended = tokio::select! {
+        ended = serve_connection(stream, peer, &slot.shared) => ended,
+        _ = shutdown.changed() => Closed::Shutdown,
+    };
+    match ended {
+        Closed::Eof | Closed::Shutdown => {}
+        Closed::Idle | Closed::Write(_) | Closed::Frame(frame::FrameError::Truncated { .. }) => {
+            tracing::debug!(%peer, "closing connection: {ended}")
+        }
+        Closed::Frame(_) | Closed::BadRequest(_) => {
+            tracing::warn!(%peer, reason = %ended, "closing connection")
+        }
+    }
+}
+
+/// Reads, handles and answers requests one at a time until something ends the connection.
+async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Closed {
     let _ = stream.set_nodelay(true);
     let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::with_capacity(256 * 1024, reader);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
     loop {
-        let frame = tokio::select! {
-            frame = read_frame(&mut reader, broker.max_request_bytes) => frame,
-            _ = shutdown.changed() => return,
+        // The idle clock runs from the last response until a whole request is in: bytes of a
+        // half-received frame do not reset it, so a trickling sender is closed too.
+        let read = within(shared.idle_timeout, async {
+            read_frame(&mut reader, shared.max_request_bytes, &shared.memory)
+                .await?
+                .ok_or(Closed::Eof)
+        })
+        .await;
+        let Frame { bytes, lease } = match read {
+            Ok(frame) => frame,
+            Err(closed) => return closed,
         };
-        let frame = match frame {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return,
-            Err(reason) => {
-                tracing::warn!(%peer, %reason, "closing connection");
-                return;
-            }
+        let response = match dispatch(&shared.broker, bytes, peer).await {
+            Ok(response) => response,
+            Err(DispatchError(reason)) => return Closed::BadRequest(reason),
         };
-        match dispatch(&broker, frame, peer).await {
-            Ok(Some(response)) => {
-                if let Err(e) = writer.write_all(&response).await {
-                    tracing::debug!(%peer, error = %e, "client went away");
-                    return;
-                }
-            }
-            Ok(None) => {}
-            Err(DispatchError(reason)) => {
-                tracing::warn!(%peer, %reason, "closing connection after a bad request");
-                return;
+        drop(lease);
+        if let Some(response) = response {
+            let written = within(shared.idle_timeout, async {
+                writer.write_all(&response).await.map_err(Closed::Write)
+            })
+            .await;
+            if let Err(closed) = written {
+                return closed;
             }
         }
     }
 }
 
-/// Reads one frame. `Ok(None)` = clean EOF between frames.
-async fn read_frame(
-    reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>,
-    max_bytes: usize,
-) -> Result<Option<Bytes>, String> {
-    let mut size = [0u8; 4];
-    match reader.read_exact(&mut size).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(format!("read error: {e}")),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_backoff_doubles_to_a_second() {
+        assert_eq!(accept_backoff(1), Duration::from_millis(10));
+        assert_eq!(accept_backoff(2), Duration::from_millis(20));
+        assert_eq!(accept_backoff(5), Duration::from_millis(160));
+        assert_eq!(accept_backoff(8), Duration::from_secs(1));
+        assert_eq!(accept_backoff(u32::MAX), Duration::from_secs(1));
     }
-    let size = i32::from_be_bytes(size);
-    if size < 0 || size as usize > max_bytes {
-        return Err(format!(
-            "frame size {size} outside 0..={max_bytes} (socket.request.max.bytes)"
-        ));
-    }
-    let mut buf = BytesMut::zeroed(size as usize);
-    reader
-        .read_exact(&mut buf)
-        .await
-        .map_err(|e| format!("truncated frame: {e}"))?;
-    Ok(Some(buf.freeze()))
 }

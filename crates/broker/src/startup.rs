@@ -311,6 +311,9 @@ pub fn base64_url(bytes: &[u8]) -> String {
 }
 
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
+    // Sockets and segment files share one FD table: take the hard limit before opening either.
+    let fd_limit = crate::server::fd_limit::raise_nofile_limit();
+    let server_limits = config.server_limits()?.resolve(fd_limit);
     let data_dir = config.data_dir.clone();
     std::fs::create_dir_all(&data_dir).map_err(|e| {
         BrokerError::Startup(format!(
@@ -568,7 +571,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         checkpoint_every,
         shutdown_rx.clone(),
     );
-    let server = tokio::spawn(crate::server::serve(listener, broker.clone(), shutdown_rx));
+    let server = tokio::spawn(crate::server::serve(
+        listener,
+        broker.clone(),
+        server_limits,
+        shutdown_rx,
+    ));
     Ok(RunningBroker {
         node_id,
         listen_addr,
