@@ -11,6 +11,7 @@ pub mod controller_shell;
 pub mod dispatch;
 pub mod errors;
 pub mod group_manager;
+pub mod group_purgatory;
 pub mod handlers;
 pub mod isr;
 pub mod metadata_log;
