@@ -16,6 +16,7 @@ pub mod handlers;
 pub mod isr;
 pub mod metadata_log;
 pub mod partition;
+pub mod producer_expiry;
 pub mod producer_state;
 pub mod publisher;
 pub mod replica_fetcher;

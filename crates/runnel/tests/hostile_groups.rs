@@ -1,12 +1,13 @@
 //! Issue 9 items 11 and 12 against the real binary over TCP: a group write that cannot
 //! replicate does not block other groups, an oversized OffsetCommit gets a final error code,
-//! `__consumer_offsets` waits for `offsets.topic.replication.factor` live brokers.
+//! `__consumer_offsets` waits for `offsets.topic.replication.factor` live brokers, and one
+//! Produce request cannot add an idempotent producer per batch.
 
 mod support;
 
 use std::sync::mpsc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use support::cluster::*;
@@ -184,6 +185,28 @@ fn an_oversized_offset_commit_gets_a_final_error() {
         &commit_request("big", "t", &many[..10]),
     );
     assert!(partition_codes(&resp).iter().all(|(_, c)| *c == 0));
+}
+
+/// Caught: one Produce request with many batches, each from another producer id, was accepted
+/// and added one idempotent-producer entry per batch (1.5M entries for one 100 MiB request).
+/// Now, as in Kafka (Produce v3+ carries exactly one batch per partition), it is refused with
+/// INVALID_RECORD and stores nothing; the single-batch request of a real producer still works.
+#[test]
+fn one_produce_request_cannot_add_a_producer_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("pids", 1, 1, &[]).0, 0);
+    let mut many = BytesMut::new();
+    for pid in 1..=2_000 {
+        many.extend_from_slice(&idempotent_batch(pid, 0, 0, &["x"]));
+    }
+    let (code, _) = wire.produce("pids", 0, many.freeze(), -1);
+    assert_eq!(code, 87, "INVALID_RECORD");
+    let (_, hw, records) = wire.fetch("pids", 0, 0, 0);
+    assert_eq!((hw, records.len()), (0, 0), "nothing stored");
+    let (code, offset) = wire.produce("pids", 0, idempotent_batch(1, 0, 0, &["a", "b"]), -1);
+    assert_eq!((code, offset), (0, 0));
 }
 
 /// Caught: `__consumer_offsets` was created on first use with its RF clamped to the brokers
