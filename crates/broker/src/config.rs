@@ -60,6 +60,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("offsets.topic.num.partitions", "50"),
     ("offsets.topic.replication.factor", "3"),
     ("transaction.state.log.replication.factor", "3"),
+    ("producer.id.expiration.ms", "86400000"),
+    ("producer.id.expiration.check.interval.ms", "600000"),
     ("broker.rack", ""),
     ("broker.heartbeat.interval.ms", "2000"),
     ("broker.session.timeout.ms", "9000"),
@@ -173,6 +175,21 @@ impl BrokerConfig {
                 return Err(BrokerError::Config(format!("{key} must be > 0, got {v}")));
             }
         }
+        for key in [
+            "offsets.topic.replication.factor",
+            "producer.id.expiration.ms",
+            "producer.id.expiration.check.interval.ms",
+        ] {
+            let v = self.i64(key)?;
+            if v < 1 {
+                return Err(BrokerError::Config(format!("{key} must be >= 1, got {v}")));
+            }
+        }
+        if self.i64("offsets.topic.replication.factor")? > i64::from(i16::MAX) {
+            return Err(BrokerError::Config(
+                "offsets.topic.replication.factor must fit a replication factor (<= 32767)".into(),
+            ));
+        }
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
         self.server_limits()?;
@@ -284,6 +301,19 @@ impl BrokerConfig {
             max_request_bytes: usize::try_from(max_request_bytes).unwrap_or(usize::MAX),
             request_memory,
         })
+    /// `offsets.topic.replication.factor` in force. Kafka's default is 3; a single node (no
+    /// quorum, or a quorum of one voter) embeds a default of 1, so the quick start works with
+    /// no configuration (Kafka itself needs the property set to 1 there). An explicit value is
+    /// always honoured, and `__consumer_offsets` waits for that many live brokers.
+    pub fn offsets_topic_replication_factor(&self) -> i16 {
+        let single_node = self.cluster.as_ref().is_none_or(|c| c.voters.len() == 1);
+        let configured =
+            if single_node && !self.props.contains_key("offsets.topic.replication.factor") {
+                1
+            } else {
+                self.get_i64("offsets.topic.replication.factor", 3)
+            };
+        i16::try_from(configured.max(1)).unwrap_or(i16::MAX)
     }
 
     pub fn rack(&self) -> Option<String> {

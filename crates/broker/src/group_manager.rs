@@ -7,6 +7,12 @@
 //! same step is sent, so a client never sees an acknowledgement that is not in the log. When
 //! leadership of a partition arrives the partition is loaded (replaying its records); when it
 //! leaves, its groups are dropped and parked requests get NOT_COORDINATOR.
+//!
+//! The task never waits for replication: an append returns at once and the answers that
+//! depend on it are parked in a [`Purgatory`] keyed by the offset the records end at; the task
+//! completes them when the partition's high watermark passes it (it wakes on the replica
+//! manager's `appended` notification), or fails them after `offsets.commit.timeout.ms` or when
+//! leadership leaves. A write that cannot replicate delays only the answers that depend on it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -26,13 +32,15 @@ use runnel_metadata::MetadataImage;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
+use crate::group_purgatory::{Outcome, Purgatory};
 use crate::replica_manager::ReplicaManager;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const QUEUE_CAPACITY: usize = 4096;
 const TICK: Duration = Duration::from_millis(100);
-/// How long a group write may wait for the in-sync replicas before it is reported as failed.
-const PERSIST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a group write may wait for the in-sync replicas before it is reported as failed
+/// (Kafka's `offsets.commit.timeout.ms` default).
+const PERSIST_TIMEOUT_MS: i64 = 5_000;
 
 pub const NOT_COORDINATOR: i16 = 16;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
@@ -252,13 +260,84 @@ pub fn consumer_describe_error(group_id: String, code: i16) -> ConsumerGroupDesc
 }
 
 /// Topic names, ids and partition counts from the image, for the server-side assignors.
-fn topics_view(image: &MetadataImage) -> TopicsView {
-    TopicsView {
-        topics: image
-            .topics
-            .values()
-            .map(|t| (t.name.clone(), (t.id, t.partitions.len() as i32)))
-            .collect(),
+/// Returns `None` when they equal `current`'s, so its version (and every group's resolved
+/// regexes) stays; otherwise a view with the next version.
+fn topics_view(image: &MetadataImage, current: &TopicsView) -> Option<TopicsView> {
+    let topics: BTreeMap<String, (uuid::Uuid, i32)> = image
+        .topics
+        .values()
+        .map(|t| {
+            let partitions = i32::try_from(t.partitions.len()).unwrap_or(i32::MAX);
+            (t.name.clone(), (t.id, partitions))
+        })
+        .collect();
+    (topics != current.topics).then(|| TopicsView {
+        version: current.version.wrapping_add(1),
+        topics,
+    })
+}
+
+/// What a parked group write answers once it finishes: the error code for the answers that
+/// depended on it (0 once replicated).
+type Waiter = Box<dyn FnOnce(i16) + Send>;
+
+/// The state of the records one request (or tick) appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Nothing to wait for: nothing appended, or already replicated.
+    Done,
+    /// The append failed, or the write did not replicate: answer with this code.
+    Failed(i16),
+    /// Appended; replicated once the HW reaches this offset.
+    Pending(i64),
+}
+
+impl Written {
+    /// Both writes (of one partition, `other` later): a failure wins, else the later offset.
+    fn and(self, other: Written) -> Written {
+        match (self, other) {
+            (Written::Failed(c), _) | (_, Written::Failed(c)) => Written::Failed(c),
+            (Written::Pending(a), Written::Pending(b)) => Written::Pending(a.max(b)),
+            (Written::Pending(a), Written::Done) | (Written::Done, Written::Pending(a)) => {
+                Written::Pending(a)
+            }
+            (Written::Done, Written::Done) => Written::Done,
+        }
+    }
+}
+
+/// A DeleteGroups answer waiting for the writes of its groups (one per group).
+struct DeleteAnswer {
+    results: Vec<(String, i16)>,
+    waiting: usize,
+    reply: Option<oneshot::Sender<Vec<(String, i16)>>>,
+}
+
+impl DeleteAnswer {
+    /// One write finished with `err` for the results in `range`; answers after the last.
+    fn finish_one(&mut self, range: std::ops::Range<usize>, err: i16) {
+        if err != 0 {
+            for r in self.results.get_mut(range).into_iter().flatten() {
+                if r.1 == 0 {
+                    r.1 = err;
+                }
+            }
+        }
+        self.waiting = self.waiting.saturating_sub(1);
+        if self.waiting == 0 {
+            if let Some(reply) = self.reply.take() {
+                let _ = reply.send(std::mem::take(&mut self.results));
+            }
+        }
+    }
+}
+
+/// The error code a finished write gives the answers waiting for it.
+fn outcome_code(outcome: Outcome) -> i16 {
+    match outcome {
+        Outcome::Replicated => 0,
+        Outcome::TimedOut => COORDINATOR_NOT_AVAILABLE,
+        Outcome::NotLeader => NOT_COORDINATOR,
     }
 }
 
@@ -279,6 +358,11 @@ struct GroupManager {
     consumer_config: ConsumerGroupConfig,
     pending: HashMap<RequestId, Pending>,
     next_request: RequestId,
+    /// Answers waiting for their records to replicate.
+    purgatory: Purgatory<Waiter>,
+    /// The image's topics for the KIP-848 assignors; rebuilt (a new version) only when the
+    /// topics change.
+    topics: TopicsView,
 }
 
 /// Starts the group task.
@@ -299,24 +383,34 @@ pub fn spawn(
         consumer_config: ConsumerGroupConfig::default(),
         pending: HashMap::new(),
         next_request: 0,
+        purgatory: Purgatory::default(),
+        topics: TopicsView::default(),
     };
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         manager.follow_leadership();
+        let replicas = manager.replicas.clone();
         loop {
+            // Registered before the HWs are read, so an advance in between is not missed.
+            let appended = replicas.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            manager.complete_replicated();
+            let waiting = !manager.purgatory.is_empty();
             tokio::select! {
                 command = rx.recv() => match command {
-                    Some(command) => manager.handle(command).await,
+                    Some(command) => manager.handle(command),
                     None => return,
                 },
-                _ = tick.tick() => manager.tick().await,
+                _ = tick.tick() => manager.tick(),
                 changed = manager.image.changed() => {
                     if changed.is_err() {
                         return;
                     }
                     manager.follow_leadership();
                 }
+                _ = &mut appended, if waiting => {}
             }
         }
     });
@@ -334,6 +428,9 @@ impl GroupManager {
     /// Loads partitions that became ours and drops those that are not ours anymore.
     fn follow_leadership(&mut self) {
         let image = self.image.borrow_and_update().clone();
+        if let Some(view) = topics_view(&image, &self.topics) {
+            self.topics = view;
+        }
         let led: Vec<i32> = image
             .topic(OFFSETS_TOPIC)
             .map(|t| {
@@ -358,6 +455,9 @@ impl GroupManager {
             self.coordinators.remove(&p);
             self.consumer_groups.remove(&p);
             self.fail_pending(p, NOT_COORDINATOR);
+            for (waiter, outcome) in self.purgatory.abandon(p) {
+                waiter(outcome_code(outcome));
+            }
         }
         for p in led {
             if !self.coordinators.contains_key(&p) {
@@ -473,7 +573,7 @@ impl GroupManager {
         self.next_request
     }
 
-    async fn handle(&mut self, command: Command) {
+    fn handle(&mut self, command: Command) {
         let now = now_ms();
         match command {
             Command::Join(req, reply) => match self.route(&req.group_id) {
@@ -481,7 +581,7 @@ impl GroupManager {
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Join(p, reply));
                     let outputs = self.coordinator(p).join(now, id, req);
-                    self.apply_outputs(p, outputs).await;
+                    self.apply_outputs(p, outputs);
                 }
                 Err(code) => {
                     let _ = reply.send(join_error(code, req.member_id));
@@ -492,7 +592,7 @@ impl GroupManager {
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Sync(p, reply));
                     let outputs = self.coordinator(p).sync(now, id, req);
-                    self.apply_outputs(p, outputs).await;
+                    self.apply_outputs(p, outputs);
                 }
                 Err(code) => {
                     let _ = reply.send(sync_error(code));
@@ -509,58 +609,20 @@ impl GroupManager {
                 Ok(p) => {
                     let (code, codes, outputs) =
                         self.coordinator(p).leave(now, &group_id, &members);
-                    self.apply_outputs(p, outputs).await;
-                    let _ = reply.send((code, codes));
+                    let written = self.apply_outputs(p, outputs);
+                    self.when_written(
+                        p,
+                        written,
+                        Box::new(move |_| {
+                            let _ = reply.send((code, codes));
+                        }),
+                    );
                 }
                 Err(code) => {
                     let _ = reply.send((code, vec![code; members.len()]));
                 }
             },
-            Command::Commit(mut req, reply) => match self.route(&req.group_id) {
-                Ok(p) => {
-                    if let Some(groups) = self
-                        .consumer_groups
-                        .get(&p)
-                        .filter(|g| g.contains(&req.group_id))
-                    {
-                        // A KIP-848 member commits with its member epoch; once it checks out,
-                        // the offsets are stored the same way as a simple commit.
-                        if let Err(code) = groups.is_member_epoch_valid(
-                            &req.group_id,
-                            &req.member_id,
-                            req.generation_id,
-                        ) {
-                            let codes = req
-                                .offsets
-                                .iter()
-                                .map(|o| (o.topic.clone(), o.partition, code))
-                                .collect();
-                            let _ = reply.send((code, codes));
-                            return;
-                        }
-                        req.generation_id = -1;
-                        req.member_id.clear();
-                        req.group_instance_id = None;
-                    }
-                    let (code, mut codes, records) = self.coordinator(p).commit_offsets(now, &req);
-                    if !records.is_empty() && !self.persist(p, records).await {
-                        for c in &mut codes {
-                            if c.2 == 0 {
-                                c.2 = COORDINATOR_NOT_AVAILABLE;
-                            }
-                        }
-                    }
-                    let _ = reply.send((code, codes));
-                }
-                Err(code) => {
-                    let codes = req
-                        .offsets
-                        .iter()
-                        .map(|o| (o.topic.clone(), o.partition, code))
-                        .collect();
-                    let _ = reply.send((code, codes));
-                }
-            },
+            Command::Commit(req, reply) => self.commit(now, req, reply),
             Command::Fetch(group_id, partitions, reply) => {
                 let result = match self.route(&group_id) {
                     Ok(p) => self
@@ -599,31 +661,10 @@ impl GroupManager {
                     .collect();
                 let _ = reply.send(out);
             }
-            Command::Delete(group_ids, reply) => {
-                let mut out = Vec::with_capacity(group_ids.len());
-                for g in group_ids {
-                    match self.route(&g) {
-                        Ok(p) => {
-                            let (mut results, records) =
-                                self.coordinator(p).delete_groups(std::slice::from_ref(&g));
-                            if !records.is_empty() && !self.persist(p, records).await {
-                                for r in &mut results {
-                                    if r.1 == 0 {
-                                        r.1 = COORDINATOR_NOT_AVAILABLE;
-                                    }
-                                }
-                            }
-                            out.extend(results);
-                        }
-                        Err(code) => out.push((g, code)),
-                    }
-                }
-                let _ = reply.send(out);
-            }
+            Command::Delete(group_ids, reply) => self.delete_groups(group_ids, reply),
             Command::ConsumerHeartbeat(req, client_id, client_host, reply) => {
                 let response = match self.route(&req.group_id) {
                     Ok(p) => {
-                        let topics = topics_view(&self.image.borrow());
                         let client = ClientInfo {
                             client_id: &client_id,
                             client_host: &client_host,
@@ -633,7 +674,7 @@ impl GroupManager {
                             .consumer_groups
                             .entry(p)
                             .or_insert_with(|| ConsumerGroups::new(config));
-                        groups.heartbeat_from(now, req, client, &topics)
+                        groups.heartbeat_from(now, req, client, &self.topics)
                     }
                     Err(code) => ConsumerHeartbeatResponse {
                         error_code: code,
@@ -647,14 +688,13 @@ impl GroupManager {
                 let _ = reply.send(response);
             }
             Command::ConsumerDescribe(group_ids, reply) => {
-                let topics = topics_view(&self.image.borrow());
                 let mut out = Vec::with_capacity(group_ids.len());
                 for g in group_ids {
                     let described = match self.route(&g) {
                         Ok(p) => self
                             .consumer_groups
                             .get(&p)
-                            .and_then(|c| c.describe(std::slice::from_ref(&g), &topics).pop())
+                            .and_then(|c| c.describe(std::slice::from_ref(&g), &self.topics).pop())
                             .unwrap_or_else(|| consumer_describe_error(g, 69)),
                         Err(code) => consumer_describe_error(g, code),
                     };
@@ -666,17 +706,132 @@ impl GroupManager {
                 Ok(p) => {
                     let (code, codes, records) =
                         self.coordinator(p).delete_offsets(&group_id, &partitions);
-                    let code = if !records.is_empty() && !self.persist(p, records).await {
-                        COORDINATOR_NOT_AVAILABLE
-                    } else {
-                        code
-                    };
-                    let _ = reply.send((code, codes));
+                    let written = self.persist(p, records);
+                    self.when_written(
+                        p,
+                        written,
+                        Box::new(move |err| {
+                            let code = if err != 0 { err } else { code };
+                            let _ = reply.send((code, codes));
+                        }),
+                    );
                 }
                 Err(code) => {
                     let _ = reply.send((code, Vec::new()));
                 }
             },
+        }
+    }
+
+    /// OffsetCommit: validated and stored by the pure coordinator (within the partition's
+    /// `max.message.bytes`), answered once its records are replicated.
+    fn commit(
+        &mut self,
+        now: i64,
+        mut req: OffsetCommitRequest,
+        reply: oneshot::Sender<(i16, PartitionCodes)>,
+    ) {
+        let all = |req: &OffsetCommitRequest, code: i16| -> (i16, PartitionCodes) {
+            let codes = req
+                .offsets
+                .iter()
+                .map(|o| (o.topic.clone(), o.partition, code))
+                .collect();
+            (code, codes)
+        };
+        let p = match self.route(&req.group_id) {
+            Ok(p) => p,
+            Err(code) => {
+                let _ = reply.send(all(&req, code));
+                return;
+            }
+        };
+        if let Some(groups) = self
+            .consumer_groups
+            .get(&p)
+            .filter(|g| g.contains(&req.group_id))
+        {
+            // A KIP-848 member commits with its member epoch; once it checks out, the offsets
+            // are stored the same way as a simple commit.
+            if let Err(code) =
+                groups.is_member_epoch_valid(&req.group_id, &req.member_id, req.generation_id)
+            {
+                let _ = reply.send(all(&req, code));
+                return;
+            }
+            req.generation_id = -1;
+            req.member_id.clear();
+            req.group_instance_id = None;
+        }
+        let Some(max_batch_bytes) = self.max_batch_bytes(p) else {
+            let _ = reply.send(all(&req, NOT_COORDINATOR));
+            return;
+        };
+        let (code, codes, records) = self
+            .coordinator(p)
+            .commit_offsets(now, &req, max_batch_bytes);
+        let written = self.persist(p, records);
+        self.when_written(
+            p,
+            written,
+            Box::new(move |err| {
+                let mut codes = codes;
+                if err != 0 {
+                    for c in &mut codes {
+                        if c.2 == 0 {
+                            c.2 = err;
+                        }
+                    }
+                }
+                let _ = reply.send((code, codes));
+            }),
+        );
+    }
+
+    /// The `max.message.bytes` of a `__consumer_offsets` partition hosted here.
+    fn max_batch_bytes(&self, partition: i32) -> Option<usize> {
+        let p = self.replicas.get(OFFSETS_TOPIC, partition)?;
+        let max = p.role().config.max_message_bytes;
+        Some(usize::try_from(max).unwrap_or(0))
+    }
+
+    /// DeleteGroups: each group's tombstones go to its own partition; the answer waits for
+    /// all of them.
+    fn delete_groups(
+        &mut self,
+        group_ids: Vec<String>,
+        reply: oneshot::Sender<Vec<(String, i16)>>,
+    ) {
+        let mut out = Vec::with_capacity(group_ids.len());
+        let mut writes: Vec<(i32, Written, std::ops::Range<usize>)> = Vec::new();
+        for g in group_ids {
+            match self.route(&g) {
+                Ok(p) => {
+                    let (results, records) =
+                        self.coordinator(p).delete_groups(std::slice::from_ref(&g));
+                    let written = self.persist(p, records);
+                    writes.push((p, written, out.len()..out.len() + results.len()));
+                    out.extend(results);
+                }
+                Err(code) => out.push((g, code)),
+            }
+        }
+        let gather = Arc::new(parking_lot::Mutex::new(DeleteAnswer {
+            results: out,
+            waiting: writes.len(),
+            reply: Some(reply),
+        }));
+        if writes.is_empty() {
+            gather.lock().finish_one(0..0, 0);
+            return;
+        }
+        for (p, written, range) in writes {
+            let gather = gather.clone();
+            self.when_written(
+                p,
+                written,
+                Box::new(move |err| gather.lock().finish_one(range, err)),
+            );
         }
     }
 
@@ -686,28 +841,61 @@ impl GroupManager {
             .or_insert_with(|| GroupCoordinator::new(self.config.clone()))
     }
 
-    async fn tick(&mut self) {
+    fn tick(&mut self) {
         let now = now_ms();
         let partitions: Vec<i32> = self.coordinators.keys().copied().collect();
         for p in partitions {
             let outputs = self.coordinator(p).tick(now);
-            self.apply_outputs(p, outputs).await;
+            self.apply_outputs(p, outputs);
         }
-        if !self.consumer_groups.is_empty() {
-            let topics = topics_view(&self.image.borrow());
-            for groups in self.consumer_groups.values_mut() {
-                groups.tick(now, &topics);
+        for groups in self.consumer_groups.values_mut() {
+            groups.tick(now, &self.topics);
+        }
+        for (waiter, outcome) in self.purgatory.expire(now) {
+            tracing::warn!("group records not replicated in time");
+            waiter(outcome_code(outcome));
+        }
+    }
+
+    /// Answers the parked writes the partitions' high watermarks now cover.
+    fn complete_replicated(&mut self) {
+        let partitions: Vec<i32> = self.purgatory.partitions().collect();
+        for p in partitions {
+            let done = match self.replicas.get(OFFSETS_TOPIC, p) {
+                Some(partition) => {
+                    let hw = partition.log.lock().high_watermark();
+                    self.purgatory.complete(p, hw)
+                }
+                None => self.purgatory.abandon(p),
+            };
+            for (waiter, outcome) in done {
+                waiter(outcome_code(outcome));
             }
         }
     }
 
-    /// Persists first, then answers; answers after a failed persist carry an error instead.
-    async fn apply_outputs(&mut self, partition: i32, outputs: Vec<Output>) {
-        let mut persisted = true;
+    /// Runs `waiter` once `written` is replicated (now, if nothing is pending), or with the
+    /// error code it failed with.
+    fn when_written(&mut self, partition: i32, written: Written, waiter: Waiter) {
+        match written {
+            Written::Done => waiter(0),
+            Written::Failed(code) => waiter(code),
+            Written::Pending(offset) => {
+                let deadline = now_ms().saturating_add(PERSIST_TIMEOUT_MS);
+                self.purgatory.park(partition, offset, deadline, waiter);
+            }
+        }
+    }
+
+    /// Appends the `Persist` outputs first; JoinGroup answers go out at once, SyncGroup
+    /// answers once the records before them are replicated (with an error instead if they are
+    /// not). Returns the state of everything appended, for answers that follow.
+    fn apply_outputs(&mut self, partition: i32, outputs: Vec<Output>) -> Written {
+        let mut written = Written::Done;
         for output in outputs {
             match output {
                 Output::Persist(records) => {
-                    persisted &= self.persist(partition, records).await;
+                    written = written.and(self.persist(partition, records));
                 }
                 Output::Join(id, response) => {
                     if let Some(Pending::Join(_, reply)) = self.pending.remove(&id) {
@@ -716,60 +904,52 @@ impl GroupManager {
                 }
                 Output::Sync(id, response) => {
                     if let Some(Pending::Sync(_, reply)) = self.pending.remove(&id) {
-                        let response = if persisted {
-                            response
-                        } else {
-                            sync_error(COORDINATOR_NOT_AVAILABLE)
-                        };
-                        let _ = reply.send(response);
+                        self.when_written(
+                            partition,
+                            written,
+                            Box::new(move |err| {
+                                let response = if err == 0 { response } else { sync_error(err) };
+                                let _ = reply.send(response);
+                            }),
+                        );
                     }
                 }
             }
         }
+        written
     }
 
-    /// Appends records to the group's `__consumer_offsets` partition as one batch.
-    async fn persist(&mut self, partition: i32, records: Vec<OffsetsRecord>) -> bool {
+    /// Appends records to the group's `__consumer_offsets` partition as one batch, without
+    /// waiting: like Kafka's coordinator (acks=all) the answers depending on it wait until
+    /// every in-sync replica has the records, so a failover cannot lose an acknowledged commit.
+    fn persist(&mut self, partition: i32, records: Vec<OffsetsRecord>) -> Written {
+        if records.is_empty() {
+            return Written::Done;
+        }
         let Some(p) = self.replicas.get(OFFSETS_TOPIC, partition) else {
             tracing::error!(partition, "__consumer_offsets partition is not hosted here");
-            return false;
+            return Written::Failed(NOT_COORDINATOR);
         };
         let batch = match encode_batch(records) {
             Ok(batch) => batch,
             Err(e) => {
                 tracing::error!(partition, error = %e, "cannot encode group records");
-                return false;
+                return Written::Failed(COORDINATOR_NOT_AVAILABLE);
             }
         };
         match p.append_as_leader(&batch, self.node_id, 1) {
             Ok(appended) => {
                 self.replicas.appended.notify_waiters();
-                // Like Kafka's coordinator (acks=all): answer only once every in-sync replica
-                // has the records, so a coordinator failover cannot lose an acknowledged commit.
                 let needed = appended.last_offset + 1;
-                let deadline = tokio::time::Instant::now() + PERSIST_TIMEOUT;
-                loop {
-                    let notified = self.replicas.appended.notified();
-                    tokio::pin!(notified);
-                    notified.as_mut().enable();
-                    if p.log.lock().high_watermark() >= needed {
-                        return true;
-                    }
-                    tokio::select! {
-                        _ = &mut notified => {}
-                        _ = tokio::time::sleep_until(deadline) => {
-                            let replicated = p.log.lock().high_watermark() >= needed;
-                            if !replicated {
-                                tracing::warn!(partition, "group records not replicated in time");
-                            }
-                            return replicated;
-                        }
-                    }
+                if p.log.lock().high_watermark() >= needed {
+                    Written::Done
+                } else {
+                    Written::Pending(needed)
                 }
             }
             Err((code, message)) => {
                 tracing::error!(partition, code, %message, "cannot persist group records");
-                false
+                Written::Failed(COORDINATOR_NOT_AVAILABLE)
             }
         }
     }
@@ -780,6 +960,7 @@ fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
     let records: Vec<Record> = records
         .into_iter()
         .enumerate()
+        .map(|(i, r)| (i64::try_from(i).unwrap_or(i64::MAX), r))
         .map(|(i, r)| Record {
             transactional: false,
             control: false,
@@ -788,8 +969,11 @@ fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
             producer_id: -1,
             producer_epoch: -1,
             timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
+            offset: i,
+            // The encoder starts a new batch wherever `offset - sequence` changes; keeping it
+            // constant (base sequence -1: not idempotent) makes the records one batch, as
+            // Kafka's coordinator writes them, instead of one batch per record.
+            sequence: i32::try_from(i).unwrap_or(i32::MAX).wrapping_sub(1),
             timestamp: now,
             key: Some(r.key),
             value: r.value,
@@ -812,4 +996,30 @@ fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
 /// kafka-protocol reports errors as `anyhow::Error`; this crate keeps them as strings.
 mod anyhow_free {
     pub type Result<T> = std::result::Result<T, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runnel_group::batch_size::record_batch_size;
+
+    /// The pure coordinator sizes a commit's batch without encoding it; this is the batch the
+    /// shell then writes, so the two must agree byte for byte.
+    #[test]
+    fn the_pure_batch_size_is_the_size_of_the_encoded_batch() {
+        let records: Vec<OffsetsRecord> = (0..300)
+            .map(|i| OffsetsRecord {
+                key: Bytes::from(vec![b'k'; 10 + i]),
+                value: (i % 7 != 0).then(|| Bytes::from(vec![b'v'; 3 * i])),
+            })
+            .collect();
+        for n in [1, 2, 128, 300] {
+            let encoded = encode_batch(records[..n].to_vec()).unwrap();
+            assert_eq!(
+                encoded.len(),
+                record_batch_size(&records[..n]),
+                "{n} records"
+            );
+        }
+    }
 }

@@ -437,6 +437,17 @@ impl Partition {
         Ok(())
     }
 
+    /// Forgets the idempotent producers whose last batch is `expiration_ms` old (Kafka's
+    /// `producer.id.expiration.ms`); returns how many.
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.lock().remove_expired(now_ms, expiration_ms)
+    }
+
+    /// How many idempotent producers this replica remembers.
+    pub fn producer_count(&self) -> usize {
+        self.producers.lock().len()
+    }
+
     /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.
     pub fn needs_flush(&self) -> bool {
         let every = self.role.read().config.flush_messages;
@@ -548,6 +559,7 @@ fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
                     h.base_sequence,
                     last,
                     h.base_offset,
+                    h.max_timestamp,
                 );
             }
             offset = offset.max(h.last_offset() + 1);
@@ -580,6 +592,7 @@ fn record_replicated_producers(
                 h.base_sequence,
                 last,
                 h.base_offset,
+                h.max_timestamp,
             );
         }
         rest = &rest[h.total_size()..];
@@ -601,6 +614,7 @@ fn record_producers(
                 h.base_sequence,
                 last,
                 offset,
+                h.max_timestamp,
             );
         }
         offset += h.last_offset_delta as i64 + 1;

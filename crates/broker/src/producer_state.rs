@@ -4,6 +4,12 @@
 //! Per producer id we keep the epoch and the last five batches' sequence ranges with their
 //! offsets: a retry of one of them is acknowledged with the original offset instead of being
 //! appended twice, and a gap is rejected so the client can tell records went missing.
+//!
+//! Entries expire like Kafka's: a producer whose last batch's timestamp is
+//! `producer.id.expiration.ms` (24 h) old is forgotten by [`ProducerStateTable::remove_expired`],
+//! which the shell runs every `producer.id.expiration.check.interval.ms` (10 min), so the table
+//! holds the producers of the last day, not every id ever seen. What one request can add is
+//! bounded by Kafka's one-batch-per-partition rule for Produce v3+.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -24,6 +30,8 @@ struct BatchMeta {
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMeta>,
+    /// The largest timestamp of its last batch (Kafka's `lastTimestamp`): expiry counts from it.
+    last_timestamp: i64,
 }
 
 /// What to do with an incoming idempotent batch.
@@ -101,7 +109,8 @@ impl ProducerStateTable {
         }
     }
 
-    /// Records an appended batch; call only after `check` returned `Append`.
+    /// Records an appended batch whose largest timestamp is `max_timestamp`; call only after
+    /// `check` returned `Append`.
     pub fn record(
         &mut self,
         producer_id: i64,
@@ -109,8 +118,10 @@ impl ProducerStateTable {
         first_seq: i32,
         last_seq: i32,
         first_offset: i64,
+        max_timestamp: i64,
     ) {
         let entry = self.producers.entry(producer_id).or_default();
+        entry.last_timestamp = max_timestamp;
         if epoch != entry.epoch {
             entry.epoch = epoch;
             entry.batches.clear();
@@ -126,6 +137,26 @@ impl ProducerStateTable {
     }
 }
 
+impl ProducerStateTable {
+    /// Kafka's `removeExpiredProducers`: forgets every producer whose last batch is at least
+    /// `expiration_ms` older than `now_ms`. Returns how many were removed.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers
+            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        before - self.producers.len()
+    }
+
+    /// How many producers are remembered.
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,9 +165,9 @@ mod tests {
     fn in_order_batches_append_and_retries_are_duplicates() {
         let mut t = ProducerStateTable::default();
         assert_eq!(t.check(7, 0, 0, 9), SequenceCheck::Append);
-        t.record(7, 0, 0, 9, 100);
+        t.record(7, 0, 0, 9, 100, 0);
         assert_eq!(t.check(7, 0, 10, 19), SequenceCheck::Append);
-        t.record(7, 0, 10, 19, 110);
+        t.record(7, 0, 10, 19, 110, 0);
         assert_eq!(
             t.check(7, 0, 0, 9),
             SequenceCheck::Duplicate { first_offset: 100 }
@@ -150,7 +181,7 @@ mod tests {
     #[test]
     fn gaps_and_old_epochs_are_rejected() {
         let mut t = ProducerStateTable::default();
-        t.record(7, 1, 0, 4, 0);
+        t.record(7, 1, 0, 4, 0, 0);
         assert_eq!(
             t.check(7, 1, 6, 9),
             SequenceCheck::Reject {
@@ -177,7 +208,7 @@ mod tests {
     fn only_the_last_five_batches_are_remembered() {
         let mut t = ProducerStateTable::default();
         for i in 0..6 {
-            t.record(1, 0, i * 10, i * 10 + 9, i as i64 * 10);
+            t.record(1, 0, i * 10, i * 10 + 9, i as i64 * 10, 0);
         }
         assert_eq!(
             t.check(1, 0, 0, 9),
@@ -195,7 +226,30 @@ mod tests {
     fn sequences_wrap() {
         assert_eq!(last_seq(i32::MAX, 2), 0);
         let mut t = ProducerStateTable::default();
-        t.record(1, 0, i32::MAX - 1, i32::MAX, 0);
+        t.record(1, 0, i32::MAX - 1, i32::MAX, 0, 0);
         assert_eq!(t.check(1, 0, 0, 3), SequenceCheck::Append);
+    }
+
+    /// Caught: producer state never expired, so every producer id ever seen stayed in memory
+    /// for good; now an entry goes once its last batch is `producer.id.expiration.ms` old,
+    /// and a producer that wrote since keeps its state.
+    #[test]
+    fn producers_expire_after_the_expiration_since_their_last_batch() {
+        const DAY: i64 = 86_400_000;
+        let mut t = ProducerStateTable::default();
+        t.record(1, 0, 0, 9, 0, 1_000);
+        t.record(2, 0, 0, 9, 10, 1_000);
+        t.record(2, 0, 10, 19, 20, 1_000 + DAY);
+        assert_eq!(t.remove_expired(1_000 + DAY - 1, DAY), 0);
+        assert_eq!(t.remove_expired(1_000 + DAY, DAY), 1);
+        assert_eq!(t.len(), 1);
+        // Forgotten: Kafka accepts it again at any sequence, as a new producer.
+        assert_eq!(t.check(1, 0, 50, 59), SequenceCheck::Append);
+        assert_eq!(
+            t.check(2, 0, 10, 19),
+            SequenceCheck::Duplicate { first_offset: 20 }
+        );
+        assert_eq!(t.remove_expired(1_000 + 2 * DAY, DAY), 1);
+        assert!(t.is_empty());
     }
 }

@@ -565,6 +565,11 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     if cleaner_enabled {
         spawn_cleaner(replicas.clone(), cleaner_every, shutdown_rx.clone());
     }
+    crate::producer_expiry::spawn(
+        replicas.clone(),
+        crate::producer_expiry::ProducerExpiry::from_config(&broker.config),
+        shutdown_rx.clone(),
+    );
     spawn_housekeeping(
         replicas,
         retention_every,

@@ -5,6 +5,8 @@
 pub const NONE: i16 = 0;
 /// 12: commit metadata longer than `offset.metadata.max.bytes`.
 pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+/// The commit's record batch exceeds the offsets partition's `max.message.bytes`.
+pub const INVALID_COMMIT_OFFSET_SIZE: i16 = 28;
 /// 16: the group's partition is not (or no longer) led here; the client re-discovers.
 pub const NOT_COORDINATOR: i16 = 16;
 /// 17: a topic name that cannot be stored in a `__consumer_offsets` key.

@@ -26,6 +26,7 @@
 //! are checked with `debug_assert!` after every call.
 
 pub mod api;
+pub mod batch_size;
 pub mod codec;
 pub mod config;
 pub mod consumer_group;

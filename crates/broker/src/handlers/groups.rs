@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
@@ -21,17 +23,25 @@ fn opt(s: &Option<StrBytes>) -> Option<String> {
     s.as_ref().map(|s| s.to_string())
 }
 
-/// Creates `__consumer_offsets` on first use, with the RF capped by the live brokers.
+/// Creates `__consumer_offsets` on first use, with `offsets.topic.replication.factor`
+/// replicas. Like Kafka, not before that many brokers are registered and unfenced: a topic
+/// created while the cluster is still starting would keep a smaller RF for good. Meanwhile
+/// FindCoordinator answers COORDINATOR_NOT_AVAILABLE and clients retry.
 async fn ensure_offsets_topic(broker: &Arc<Broker>) {
     let image = broker.image();
     if image.topic(OFFSETS_TOPIC).is_some() {
         return;
     }
-    let live = image.live_brokers().count().max(1) as i64;
-    let rf = broker
-        .config
-        .get_i64("offsets.topic.replication.factor", 3)
-        .clamp(1, live) as i16;
+    let rf = broker.config.offsets_topic_replication_factor();
+    let live = image.live_brokers().count();
+    if live < usize::try_from(rf).unwrap_or(usize::MAX) {
+        tracing::info!(
+            live,
+            required = rf,
+            "not creating __consumer_offsets yet: fewer live brokers than offsets.topic.replication.factor"
+        );
+        return;
+    }
     let partitions = broker
         .config
         .get_i64("offsets.topic.num.partitions", 50)
@@ -136,7 +146,7 @@ pub async fn join_group(
         protocols: request
             .protocols
             .iter()
-            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            .map(|p| (p.name.to_string(), Bytes::copy_from_slice(&p.metadata)))
             .collect(),
         api_version: version,
     };
@@ -186,7 +196,12 @@ pub async fn sync_group(
         assignments: request
             .assignments
             .iter()
-            .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+            .map(|a| {
+                (
+                    a.member_id.to_string(),
+                    Bytes::copy_from_slice(&a.assignment),
+                )
+            })
             .collect(),
     };
     let r = broker.groups.sync(req).await;

@@ -76,6 +76,18 @@ pub async fn handle(
                 ));
                 continue;
             }
+            if version >= 3 && holds_more_than_one_batch(&records) {
+                // Kafka's ProduceRequest.validateRecords: this bounds what one request can add
+                // to the idempotent-producer state to one producer per partition.
+                partitions.push(error(
+                    index,
+                    code::INVALID_RECORD,
+                    &format!(
+                        "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
+                    ),
+                ));
+                continue;
+            }
             match partition.append_as_leader(&records, broker.node_id, acks) {
                 Ok(appended) => {
                     if !appended.duplicate {
@@ -225,6 +237,12 @@ async fn wait_for_high_watermark(
 }
 
 /// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).
+/// Whether `records` starts with a complete batch followed by more bytes (a header that does
+/// not parse is left to the append's validation, which names the problem).
+fn holds_more_than_one_batch(records: &[u8]) -> bool {
+    BatchHeader::parse(records).is_ok_and(|h| h.total_size() < records.len())
+}
+
 fn uses_zstd(records: &[u8]) -> bool {
     let mut rest = records;
     while let Ok(h) = BatchHeader::parse(rest) {

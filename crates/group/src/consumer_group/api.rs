@@ -65,6 +65,9 @@ impl ConsumerHeartbeatResponse {
 /// metadata image. Passed into every call so the pure code never reads shared state.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TopicsView {
+    /// Changes whenever `topics` does: a group's resolved regexes are matched again only
+    /// against a view with another version (the shell bumps it per changed image).
+    pub version: u64,
     pub topics: BTreeMap<String, (Uuid, i32)>,
 }
 

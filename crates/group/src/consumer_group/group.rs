@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::api::{Assignment, TopicsView};
 use super::assignor::{self, MemberSpec};
 use super::member::Member;
-use super::subscription;
+use super::subscription::{self, RegexCache};
 
 /// A consumer group's state (Kafka's `ConsumerGroupState`), derived, never stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub(crate) struct ConsumerGroup {
     pub target: BTreeMap<String, Assignment>,
     /// Subscribed topics that exist: name -> (id, partitions). A change bumps the group epoch.
     pub subscription_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// The members' regexes, compiled once and resolved per topics view.
+    pub regexes: RegexCache,
 }
 
 impl ConsumerGroup {
@@ -112,14 +114,16 @@ impl ConsumerGroup {
         Some(m)
     }
 
-    /// The subscription metadata the members would have (used before and after an update).
-    pub fn compute_subscription_metadata<'a>(
-        members: impl Iterator<Item = &'a Member>,
+    /// Resolves the members' regexes against `topics` (compiling only new patterns) and
+    /// returns the subscription metadata they have now (a change bumps the group epoch).
+    pub fn compute_subscription_metadata(
+        &mut self,
         topics: &TopicsView,
     ) -> BTreeMap<String, (Uuid, i32)> {
+        self.regexes.refresh(self.members.values(), topics);
         let mut out = BTreeMap::new();
-        for m in members {
-            for name in subscription::topics_of(m, topics) {
+        for m in self.members.values() {
+            for name in subscription::topics_of(m, &self.regexes) {
                 if let Some(v) = topics.topics.get(&name) {
                     out.insert(name, *v);
                 }
@@ -128,16 +132,16 @@ impl ConsumerGroup {
         out
     }
 
-    /// Ids of the existing topics `m` subscribes to.
-    fn topic_ids_of(&self, m: &Member, topics: &TopicsView) -> BTreeSet<Uuid> {
-        subscription::topics_of(m, topics)
+    /// Ids of the existing topics `m` subscribes to (regexes as last resolved).
+    fn topic_ids_of(&self, m: &Member) -> BTreeSet<Uuid> {
+        subscription::topics_of(m, &self.regexes)
             .iter()
             .filter_map(|n| self.subscription_metadata.get(n).map(|(id, _)| *id))
             .collect()
     }
 
     /// Recomputes the target for the current group epoch with the preferred assignor.
-    pub fn update_target(&mut self, default_assignor: &str, topics: &TopicsView) {
+    pub fn update_target(&mut self, default_assignor: &str) {
         let name = assignor::preferred(self.members.values(), default_assignor);
         let partitions: BTreeMap<Uuid, i32> =
             self.subscription_metadata.values().copied().collect();
@@ -147,7 +151,7 @@ impl ConsumerGroup {
             .values()
             .map(|m| MemberSpec {
                 id: &m.id,
-                topics: self.topic_ids_of(m, topics),
+                topics: self.topic_ids_of(m),
                 current: self.target.get(&m.id).unwrap_or(&empty),
             })
             .collect();

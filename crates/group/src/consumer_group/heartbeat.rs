@@ -134,7 +134,7 @@ impl ConsumerGroups {
             }
         }
         g.put_member(updated.clone());
-        let metadata = ConsumerGroup::compute_subscription_metadata(g.members.values(), topics);
+        let metadata = g.compute_subscription_metadata(topics);
         if metadata != g.subscription_metadata {
             g.subscription_metadata = metadata;
             bump = true;
@@ -146,7 +146,7 @@ impl ConsumerGroups {
 
         // 2. Target assignment.
         if g.group_epoch > g.assignment_epoch {
-            g.update_target(&self.assignors[0], topics);
+            g.update_target(&self.assignors[0]);
         }
 
         // 3. Reconcile this member.

@@ -84,7 +84,6 @@ pub(crate) fn fence_member(g: &mut ConsumerGroup, member_id: &str, topics: &Topi
     if g.remove_member(member_id).is_none() {
         return;
     }
-    g.subscription_metadata =
-        ConsumerGroup::compute_subscription_metadata(g.members.values(), topics);
+    g.subscription_metadata = g.compute_subscription_metadata(topics);
     g.group_epoch = g.group_epoch.saturating_add(1);
 }

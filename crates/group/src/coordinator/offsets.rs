@@ -5,6 +5,7 @@
 
 use super::GroupCoordinator;
 use crate::api::{CommitOffset, CommittedOffset, OffsetCommitRequest, OffsetsRecord};
+use crate::batch_size::record_batch_size;
 use crate::codec::{self, fits_int16_string};
 use crate::config::GroupConfig;
 use crate::errors::*;
@@ -26,12 +27,18 @@ impl GroupCoordinator {
     /// apply (Kafka's `doCommitOffsets` order: fenced 82, simple, unknown member 25, wrong
     /// generation 22, CompletingRebalance 27). Commits during PreparingRebalance from the
     /// current generation are accepted: the member learns of the rebalance by heartbeat.
+    ///
+    /// `max_batch_bytes` is the offsets partition's `max.message.bytes`: a commit whose records
+    /// would not fit one batch stores nothing and its valid partitions get 28
+    /// INVALID_COMMIT_OFFSET_SIZE (Kafka's `GroupMetadataManager.storeOffsets` maps the
+    /// append's RecordTooLarge to it), a final answer instead of a retriable failure.
     pub fn commit_offsets(
         &mut self,
         now_ms: i64,
         req: &OffsetCommitRequest,
+        max_batch_bytes: usize,
     ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
-        let result = self.commit_inner(now_ms, req);
+        let result = self.commit_inner(now_ms, req, max_batch_bytes);
         self.debug_check();
         result
     }
@@ -40,6 +47,7 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         req: &OffsetCommitRequest,
+        max_batch_bytes: usize,
     ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
         let all = |code: i16| {
             let codes = req
@@ -71,7 +79,7 @@ impl GroupCoordinator {
             return all(FENCED_INSTANCE_ID);
         }
         if req.generation_id < 0 && g.is(GroupState::Empty) {
-            let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets);
+            let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
             return (NONE, codes, records);
         }
         let generation = g.generation;
@@ -85,7 +93,7 @@ impl GroupCoordinator {
         match state {
             GroupState::Stable | GroupState::PreparingRebalance => {
                 m.refresh_session(now_ms);
-                let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets);
+                let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
                 (NONE, codes, records)
             }
             GroupState::CompletingRebalance => all(REBALANCE_IN_PROGRESS),
@@ -225,15 +233,18 @@ impl GroupCoordinator {
 }
 
 /// Validates and stores offsets: 17 for a topic name that cannot be keyed, 12 for metadata
-/// longer than `offset.metadata.max.bytes` (UTF-16 units, like Java's `String.length`).
+/// longer than `offset.metadata.max.bytes` (UTF-16 units, like Java's `String.length`), and
+/// 28 for every valid partition when their records exceed `max_batch_bytes` (nothing stored).
 fn store_offsets(
     cfg: &GroupConfig,
     g: &mut Group,
     now_ms: i64,
     offsets: &[CommitOffset],
+    max_batch_bytes: usize,
 ) -> (PartitionCodes, Vec<OffsetsRecord>) {
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
+    let mut accepted = Vec::new();
     for o in offsets {
         let metadata = o.metadata.as_deref().unwrap_or("");
         let code = if !fits_int16_string(&o.topic) {
@@ -253,16 +264,26 @@ fn store_offsets(
                 key: codec::offset_key(&g.id, &o.topic, o.partition),
                 value: Some(codec::offset_value(&committed)),
             });
-            g.offsets.insert(
-                (o.topic.clone(), o.partition),
-                StoredOffset {
-                    committed,
-                    expire_timestamp: None,
-                },
-            );
+            accepted.push((codes.len(), committed));
             NONE
         };
         codes.push((o.topic.clone(), o.partition, code));
+    }
+    if record_batch_size(&records) > max_batch_bytes {
+        for (i, _) in accepted {
+            codes[i].2 = INVALID_COMMIT_OFFSET_SIZE;
+        }
+        return (codes, Vec::new());
+    }
+    for (i, committed) in accepted {
+        let o = &offsets[i];
+        g.offsets.insert(
+            (o.topic.clone(), o.partition),
+            StoredOffset {
+                committed,
+                expire_timestamp: None,
+            },
+        );
     }
     (codes, records)
 }

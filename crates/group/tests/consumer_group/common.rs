@@ -111,6 +111,7 @@ impl Harness {
         self.topics
             .topics
             .insert(name.to_string(), (id, partitions));
+        self.topics.version += 1;
         id
     }
 

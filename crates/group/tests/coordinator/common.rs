@@ -191,7 +191,7 @@ impl Harness {
     }
 
     pub fn commit(&mut self, req: &OffsetCommitRequest) -> (i16, Vec<(String, i32, i16)>) {
-        let (top, codes, records) = self.c.commit_offsets(self.now, req);
+        let (top, codes, records) = self.c.commit_offsets(self.now, req, usize::MAX);
         self.log.extend(records);
         self.c.check_invariants().unwrap();
         (top, codes)

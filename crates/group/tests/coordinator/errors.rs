@@ -488,3 +488,41 @@ fn delete_offsets_error_codes() {
     assert_eq!(records.len(), 1);
     assert_eq!(h.c.describe_group("s").state, "Dead");
 }
+
+/// Caught: a commit whose records exceed the offsets partition's `max.message.bytes` was
+/// stored in memory and then failed to append, answered with a retriable code (15) forever;
+/// now its valid partitions get 28 INVALID_COMMIT_OFFSET_SIZE, nothing is stored and no record
+/// is produced, while a partition with oversized metadata keeps its own 12.
+#[test]
+fn a_commit_too_large_for_one_batch_gets_invalid_commit_offset_size() {
+    let mut h = Harness::new(config());
+    let mut req = commit_request("big", -1, "", &[("t", 0, 1), ("t", 1, 2), ("t", 2, 3)]);
+    req.offsets[1].metadata = Some("m".repeat(4097));
+    req.offsets[2].metadata = Some("m".repeat(3000));
+    let (top, codes, records) = h.c.commit_offsets(h.now, &req, 2000);
+    assert_eq!(top, NONE);
+    let codes: Vec<i16> = codes.iter().map(|c| c.2).collect();
+    assert_eq!(
+        codes,
+        vec![
+            INVALID_COMMIT_OFFSET_SIZE,
+            OFFSET_METADATA_TOO_LARGE,
+            INVALID_COMMIT_OFFSET_SIZE
+        ]
+    );
+    assert!(records.is_empty());
+    let (_, fetched) = h.c.fetch_offsets("big", None);
+    assert!(fetched.is_empty(), "nothing stored: {fetched:?}");
+    // The same commit fits a batch of the default 1 MiB: stored, one record per valid partition.
+    let (_, codes, records) = h.c.commit_offsets(h.now, &req, 1_048_588);
+    assert_eq!(
+        codes.iter().map(|c| c.2).collect::<Vec<_>>(),
+        vec![NONE, OFFSET_METADATA_TOO_LARGE, NONE]
+    );
+    assert_eq!(records.len(), 2);
+    assert!(record_batch_size_of(&records) <= 1_048_588);
+}
+
+fn record_batch_size_of(records: &[OffsetsRecord]) -> usize {
+    runnel_group::batch_size::record_batch_size(records)
+}

@@ -298,6 +298,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             metadata: None,
                         }],
                     },
+                    usize::MAX,
                 );
                 prop_assert_eq!(codes.len(), 1);
                 prop_assert_eq!(records.is_empty(), codes[0].2 != NONE);

@@ -382,7 +382,9 @@ pub fn batch(values: &[(Option<&str>, &str)], compression: Compression) -> Bytes
             producer_epoch: -1,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: -1,
+            // Constant `offset - sequence` (base sequence -1) keeps the records one batch, as a
+            // real client sends them; with -1 everywhere the encoder makes a batch per record.
+            sequence: i as i32 - 1,
             timestamp: now + i as i64,
             key: k.map(|k| Bytes::copy_from_slice(k.as_bytes())),
             value: Some(Bytes::copy_from_slice(v.as_bytes())),
