@@ -13,6 +13,8 @@ mod read;
 mod retention;
 mod truncate;
 
+pub use read::ReadPlan;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
