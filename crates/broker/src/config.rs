@@ -28,6 +28,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("max.connections.per.ip.overrides", ""),
     ("connections.max.idle.ms", "600000"),
     ("queued.max.request.bytes", "-1"),
+    ("fetch.max.bytes", "57671680"),
+    ("replica.fetch.response.max.bytes", "10485760"),
     ("log.segment.bytes", "1073741824"),
     ("log.roll.hours", "168"),
     ("log.retention.hours", "168"),
@@ -189,6 +191,17 @@ impl BrokerConfig {
             return Err(BrokerError::Config(
                 "offsets.topic.replication.factor must fit a replication factor (<= 32767)".into(),
             ));
+        }
+        // Response caps (KIP-74): 0 still lets the first batch through; a Fetch response
+        // size is an INT32.
+        for key in ["fetch.max.bytes", "replica.fetch.response.max.bytes"] {
+            let v = self.i64(key)?;
+            if !(0..=i64::from(i32::MAX)).contains(&v) {
+                return Err(BrokerError::Config(format!(
+                    "{key} must be between 0 and {}, got {v}",
+                    i32::MAX
+                )));
+            }
         }
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
@@ -549,6 +562,21 @@ mod tests {
         assert_eq!(c.str("auto.create.topics.enable"), "true");
         assert_eq!(c.get_i64("num.partitions", 0), 1);
         assert_eq!(c.get_i64("message.max.bytes", 0), 1048588);
+        assert_eq!(c.get_i64("fetch.max.bytes", 0), 57671680);
+        assert_eq!(c.get_i64("replica.fetch.response.max.bytes", 0), 10485760);
+    }
+
+    #[test]
+    fn fetch_caps_are_validated() {
+        for bad in [
+            "fetch.max.bytes=-1",
+            "fetch.max.bytes=2147483648",
+            "replica.fetch.response.max.bytes=-5",
+            "replica.fetch.response.max.bytes=x",
+        ] {
+            assert!(BrokerConfig::from_args(&args(&[bad])).is_err(), "{bad}");
+        }
+        assert!(BrokerConfig::from_args(&args(&["fetch.max.bytes=0"])).is_ok());
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub struct DispatchError(pub String);
 /// (api key, min version, max version) this broker implements (spec K.3).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Fetch, 4, 15),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
     (ApiKey::ApiVersions, 0, 3),
@@ -73,7 +73,9 @@ pub fn encode_response<R: Encodable>(
         .encode(&mut buf, key.response_header_version(version))
         .and_then(|()| body.encode(&mut buf, version))
         .map_err(|e| DispatchError(format!("cannot encode {key:?} v{version} response: {e}")))?;
-    let size = (buf.len() - 4) as i32;
+    // A frame's size is an INT32: a larger response cannot be sent (handlers bound theirs).
+    let size = i32::try_from(buf.len() - 4)
+        .map_err(|_| DispatchError(format!("{key:?} response of {} bytes", buf.len())))?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
 }

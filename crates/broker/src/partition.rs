@@ -310,7 +310,8 @@ impl Partition {
     }
 
     /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it
-    /// (the caller has checked that the position lies in this log and does not diverge).
+    /// (the caller has checked that the fetcher is a replica with its broker epoch, and that
+    /// the position lies in this log and does not diverge).
     pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> FollowerFetch {
         let mut log = self.log.lock();
         let mut state = self.leader_state.lock();
@@ -327,6 +328,24 @@ impl Partition {
             }
             Err(_) => FollowerFetch::default(),
         }
+    }
+
+    /// Leader side, with [`Self::record_follower_fetch`]: the follower's log starts at
+    /// `log_start_offset`. Returns whether that changed (waiting DeleteRecords re-check the
+    /// low watermark).
+    pub fn record_follower_log_start(&self, replica: i32, log_start_offset: i64) -> bool {
+        self.leader_state
+            .lock()
+            .as_mut()
+            .is_some_and(|s| s.on_follower_log_start(replica, log_start_offset))
+    }
+
+    /// Leader side: the low watermark (the smallest log start over this log and the live
+    /// followers, [`LeaderPartitionState::low_watermark`]); `None` when not the leader.
+    pub fn low_watermark(&self) -> Option<i64> {
+        let log_start = self.log.lock().log_start_offset();
+        let state = self.leader_state.lock();
+        state.as_ref().map(|s| s.low_watermark(log_start))
     }
 
     /// E.2 shrink: in-sync followers that have not caught up for `replica.lag.time.max.ms`
@@ -414,6 +433,20 @@ impl Partition {
         let hw = leader_hw.min(log.log_end_offset());
         if hw > log.high_watermark() {
             log.set_high_watermark(hw);
+        }
+        Ok(())
+    }
+
+    /// Follower side, after every fetch response: Kafka's follower
+    /// `maybeIncrementLogStartOffset(leaderLogStartOffset)`. What the leader deleted
+    /// (DeleteRecords, retention) goes here too, whole segments below it with it, or a later
+    /// failover would bring the records back. Never past our HW (the log refuses that); a
+    /// later fetch finishes the job.
+    pub fn follow_leader_log_start(&self, leader_log_start: i64) -> Result<(), LogError> {
+        let mut log = self.log.lock();
+        let start = leader_log_start.min(log.high_watermark());
+        if start > log.log_start_offset() {
+            log.delete_records_before(start)?;
         }
         Ok(())
     }

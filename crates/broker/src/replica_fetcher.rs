@@ -1,7 +1,9 @@
 //! Follower replication: for every leader broker that leads partitions replicated here, one
-//! task fetches with the Kafka Fetch API (replica id set, v12), appends the leader's batches
-//! byte for byte, takes the leader's high watermark, and truncates where the leader reports a
-//! diverging epoch. The fetch position itself tells the leader how far this follower got.
+//! task fetches with the Kafka Fetch API (v15: topics by id, `ReplicaState` with this broker's
+//! id and registration epoch, which the leader checks, KIP-903), appends the leader's batches
+//! byte for byte, takes the leader's high watermark and log start offset (so DeleteRecords
+//! reaches this replica), and truncates where the leader reports a diverging epoch. The fetch
+//! position itself tells the leader how far this follower got.
 //!
 //! The set of followed partitions comes from the replica manager after every image; a task
 //! whose leader no longer leads anything here ends. When a leader's set changes (a new topic, a
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, BytesMut};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use parking_lot::Mutex;
@@ -22,10 +24,11 @@ use runnel_metadata::MetadataImage;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use crate::replica_manager::ReplicaManager;
 
-const FETCH_VERSION: i16 = 12;
+const FETCH_VERSION: i16 = 15;
 const MAX_WAIT_MS: i32 = 500;
 const PARTITION_MAX_BYTES: i32 = 1 << 20;
 /// Pause after a connection failure.
@@ -34,7 +37,8 @@ const RETRY: Duration = Duration::from_millis(200);
 /// behind ours); doubled up to `RETRY` while the errors last.
 const FIRST_ERROR_PAUSE: Duration = Duration::from_millis(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Responses larger than this are refused (matches the broker's own request bound).
+/// Responses larger than this are refused (matches the broker's own request bound; the
+/// leader keeps its answers within `replica.fetch.response.max.bytes` plus one batch).
 const MAX_RESPONSE_BYTES: usize = 100 * 1024 * 1024;
 
 type Followed = Arc<Mutex<HashMap<i32, Vec<(String, i32)>>>>;
@@ -43,8 +47,10 @@ type Followed = Arc<Mutex<HashMap<i32, Vec<(String, i32)>>>>;
 type FollowedVersion = watch::Sender<u64>;
 
 /// Watches the image and keeps one fetcher task per leader broker.
+/// `response_max_bytes` is `replica.fetch.response.max.bytes`, the `max_bytes` of every fetch.
 pub fn spawn(
     node_id: i32,
+    response_max_bytes: i32,
     replicas: Arc<ReplicaManager>,
     mut image: watch::Receiver<Arc<MetadataImage>>,
 ) {
@@ -77,6 +83,7 @@ pub fn spawn(
                 if !running.contains_key(leader) {
                     let task = tokio::spawn(fetch_loop(
                         node_id,
+                        response_max_bytes,
                         *leader,
                         replicas.clone(),
                         followed.clone(),
@@ -104,6 +111,7 @@ fn leader_address(image: &MetadataImage, leader: i32) -> Option<String> {
 
 async fn fetch_loop(
     node_id: i32,
+    response_max_bytes: i32,
     leader: i32,
     replicas: Arc<ReplicaManager>,
     followed: Followed,
@@ -148,8 +156,15 @@ async fn fetch_loop(
             continue;
         };
         correlation = correlation.wrapping_add(1);
-        let request = build_request(node_id, &replicas, &partitions);
-        let epochs = requested_epochs(&request);
+        let broker_epoch = image.borrow().brokers.get(&node_id).map_or(-1, |b| b.epoch);
+        let (request, epochs) = build_request(
+            ReplicaState::default()
+                .with_replica_id(BrokerId(node_id))
+                .with_replica_epoch(broker_epoch),
+            response_max_bytes,
+            &replicas,
+            &partitions,
+        );
         let answer = {
             let exchange = exchange(stream, correlation, &request);
             tokio::pin!(exchange);
@@ -196,19 +211,26 @@ async fn fetch_loop(
     }
 }
 
+/// The leader epoch each partition was fetched in, and its topic's name, by (topic id,
+/// partition): v13+ responses name topics by id.
+type Requested = HashMap<(Uuid, i32), (String, i32)>;
+
 fn build_request(
-    node_id: i32,
+    replica: ReplicaState,
+    max_bytes: i32,
     replicas: &ReplicaManager,
     partitions: &[(String, i32)],
-) -> FetchRequest {
-    let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
+) -> (FetchRequest, Requested) {
+    let mut topics: BTreeMap<Uuid, Vec<FetchPartition>> = BTreeMap::new();
+    let mut requested = Requested::new();
     for (topic, index) in partitions {
         let Some(p) = replicas.get(topic, *index) else {
             continue;
         };
         let role = p.role();
         let log = p.log.lock();
-        topics.entry(topic.as_str()).or_default().push(
+        requested.insert((p.topic_id, *index), (topic.clone(), role.leader_epoch));
+        topics.entry(p.topic_id).or_default().push(
             FetchPartition::default()
                 .with_partition(*index)
                 .with_current_leader_epoch(role.leader_epoch)
@@ -218,22 +240,23 @@ fn build_request(
                 .with_partition_max_bytes(PARTITION_MAX_BYTES),
         );
     }
-    FetchRequest::default()
-        .with_replica_id(BrokerId(node_id))
+    let request = FetchRequest::default()
+        .with_replica_state(replica)
         .with_max_wait_ms(MAX_WAIT_MS)
         .with_min_bytes(1)
-        .with_max_bytes(64 << 20)
+        .with_max_bytes(max_bytes)
         .with_session_epoch(-1)
         .with_topics(
             topics
                 .into_iter()
-                .map(|(name, partitions)| {
+                .map(|(topic_id, partitions)| {
                     FetchTopic::default()
-                        .with_topic(TopicName(StrBytes::from_string(name.to_string())))
+                        .with_topic_id(topic_id)
                         .with_partitions(partitions)
                 })
                 .collect(),
-        )
+        );
+    (request, requested)
 }
 
 async fn exchange(
@@ -304,19 +327,6 @@ enum Applied {
     Errors,
 }
 
-/// The leader epoch each partition was fetched in.
-fn requested_epochs(request: &FetchRequest) -> HashMap<(String, i32), i32> {
-    request
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| ((t.topic.0.to_string(), p.partition), p.current_leader_epoch))
-        })
-        .collect()
-}
-
 /// Where a follower truncates for the leader's DivergingEpoch (spec E.5, the pure
 /// `truncation_point`): below both the leader's end of that epoch and its own, or to its own
 /// end of an older epoch first (the next fetch finishes the job).
@@ -343,7 +353,7 @@ fn diverging_truncation(log: &runnel_log::PartitionLog, leader_epoch: i32, leade
 fn apply(
     replicas: &ReplicaManager,
     leader: i32,
-    epochs: &HashMap<(String, i32), i32>,
+    requested: &Requested,
     response: FetchResponse,
 ) -> Applied {
     if response.error_code != 0 {
@@ -353,12 +363,15 @@ fn apply(
     let mut errors = false;
     for topic in response.responses {
         for pd in topic.partitions {
-            let Some(p) = replicas.get(topic.topic.0.as_str(), pd.partition_index) else {
+            let Some((name, fetched_in)) = requested.get(&(topic.topic_id, pd.partition_index))
+            else {
+                continue;
+            };
+            let Some(p) = replicas.get(name, pd.partition_index) else {
                 continue;
             };
             let role = p.role();
-            let fetched_in = epochs.get(&(p.topic.clone(), p.index)).copied();
-            if role.leader != leader || Some(role.leader_epoch) != fetched_in {
+            if role.leader != leader || role.leader_epoch != *fetched_in {
                 continue;
             }
             match pd.error_code {
@@ -391,7 +404,10 @@ fn apply(
                     }
                     let records = pd.records.unwrap_or_default();
                     progressed |= !records.is_empty();
-                    match p.append_as_follower(&records, pd.high_watermark) {
+                    let appended = p
+                        .append_as_follower(&records, pd.high_watermark)
+                        .and_then(|()| p.follow_leader_log_start(pd.log_start_offset));
+                    match appended {
                         Ok(()) => {}
                         // Shutting down, or the partition left this broker: nothing to report.
                         Err(runnel_log::LogError::Closed) => errors = true,

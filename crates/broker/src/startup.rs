@@ -539,7 +539,14 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         offsets_retention_check_interval_ms: config
             .get_i64("offsets.retention.check.interval.ms", 600_000),
     };
-    crate::replica_fetcher::spawn(node_id, replicas.clone(), image_rx.clone());
+    crate::replica_fetcher::spawn(
+        node_id,
+        // Validated to lie within 0..=i32::MAX.
+        i32::try_from(config.get_i64("replica.fetch.response.max.bytes", 10_485_760))
+            .unwrap_or(i32::MAX),
+        replicas.clone(),
+        image_rx.clone(),
+    );
     let groups =
         crate::group_manager::spawn(node_id, group_config, replicas.clone(), image_rx.clone());
     let broker = Arc::new(Broker::new(BrokerParts {

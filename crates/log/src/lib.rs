@@ -71,4 +71,4 @@ pub use manager::{
     LogManager, SharedLog, CLEANER_CHECKPOINT, CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_CHECKPOINT,
     LOG_START_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
 };
-pub use partition_log::{AppendInfo, PartitionLog, ReadResult, RecoveryHint};
+pub use partition_log::{AppendInfo, PartitionLog, ReadPlan, ReadResult, RecoveryHint};

@@ -24,6 +24,34 @@ pub(crate) const DELETED_SUFFIX: &str = ".deleted";
 /// Linux's IOV_MAX: the most slices one `writev` accepts.
 const MAX_IOVECS: usize = 1024;
 
+/// A byte range of one segment's `.log` file, read with `pread` by whoever holds it: the
+/// file stays open (and readable after a deletion) as long as the slice lives.
+#[derive(Debug, Clone)]
+pub(crate) struct FileSlice {
+    file: Arc<File>,
+    pos: u64,
+    len: usize,
+}
+
+impl FileSlice {
+    /// Reads the range; a file cut shorter meanwhile (a follower truncation) gives fewer
+    /// bytes, never an error.
+    pub(crate) fn read(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len];
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], self.pos + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(done);
+        Ok(buf)
+    }
+}
+
 /// `{dir}/{base:020}.{suffix}`.
 pub(crate) fn segment_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}.{suffix}"))
@@ -698,10 +726,18 @@ impl Segment {
 
     /// Reads `len` bytes at `pos` (bounded by the segment size).
     pub(crate) fn read_bytes(&self, pos: u64, len: usize) -> io::Result<Vec<u8>> {
+        self.slice(pos, len).read()
+    }
+
+    /// `len` bytes at `pos` (bounded by the segment size), to be read later without the log's
+    /// lock ([`FileSlice::read`]).
+    pub(crate) fn slice(&self, pos: u64, len: usize) -> FileSlice {
         let len = (len as u64).min(self.size.saturating_sub(pos)) as usize;
-        let mut buf = vec![0u8; len];
-        self.log.read_exact_at(&mut buf, pos)?;
-        Ok(buf)
+        FileSlice {
+            file: self.log.clone(),
+            pos,
+            len,
+        }
     }
 
     /// Removes every batch that contains an offset >= `offset`. The segment then ends at the

@@ -1,17 +1,43 @@
 //! Fetch (API 1): whole batches from the log, up to the high watermark for consumers, with long
 //! polling (`max_wait_ms` / `min_bytes`) woken by appends. Sessionless (session id 0), which
-//! KIP-227 allows: every response is a full response.
+//! KIP-227 allows: every response is a full response. v13+ name topics by id.
+//!
+//! Bounded as Kafka's `ReplicaManager.readFromLog` (KIP-74): the response carries at most
+//! `min(max_bytes, fetch.max.bytes)` of records (`replica.fetch.response.max.bytes` for
+//! follower fetches; a non-positive `max_bytes` is 0, not unlimited), each partition at most
+//! its `partition_max_bytes`, and only the first batch of the response may exceed a limit. A
+//! partition listed more than once is answered once (Kafka keys the request by partition: the
+//! last entry's position, data in the first's place). Logs are located under the partition's
+//! lock and read without it, on the blocking pool, never on the async workers.
+//!
+//! Follower fetches (`replica_id >= 0`) read up to the log end and move the HW, so they are
+//! accepted only from a replica of the partition with its current broker epoch (Fetch v15's
+//! `ReplicaState`, KIP-903): [`check_follower_fetch`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
-use runnel_log::LogError;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{
+    EpochEndOffset, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
+use runnel_log::{LogError, ReadPlan, ReadResult};
+use runnel_metadata::replication::{check_follower_fetch, FollowerIdentity};
+use uuid::Uuid;
 
 use super::check_leader_epoch;
 use crate::context::Broker;
 use crate::errors::code;
+use crate::partition::Partition;
+
+/// Bytes of a response that are not records, per partition and per topic (an overestimate),
+/// so the records budget keeps the whole response within `i32::MAX`.
+const PARTITION_OVERHEAD: usize = 64;
+const TOPIC_OVERHEAD: usize = 64;
+/// Kafka's -1 UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
+const UNKNOWN_SERVER_ERROR: i16 = -1;
 
 fn partition_error(index: i32, code: i16) -> PartitionData {
     PartitionData::default()
@@ -24,16 +50,116 @@ fn partition_error(index: i32, code: i16) -> PartitionData {
         .with_records(Some(Default::default()))
 }
 
+/// One topic of the response, in the order the request first named it.
+struct Topic {
+    name: TopicName,
+    topic_id: Uuid,
+    /// The name to look partitions up by (v13+: resolved from the id; `None`: unknown id).
+    resolved: Option<String>,
+}
+
+/// One partition to answer, after duplicates were merged.
+struct Wanted {
+    topic: usize,
+    fetch: FetchPartition,
+}
+
+/// The request, decoded once for every pass of the long poll.
+struct Plan {
+    topics: Vec<Topic>,
+    wanted: Vec<Wanted>,
+    follower: Option<FollowerIdentity>,
+    /// Records budget of one response.
+    max_bytes: usize,
+    min_bytes: usize,
+    version: i16,
+}
+
+impl Plan {
+    fn new(broker: &Broker, request: FetchRequest, version: i16) -> Plan {
+        let follower = if version >= 15 {
+            FollowerIdentity {
+                replica_id: request.replica_state.replica_id.0,
+                broker_epoch: request.replica_state.replica_epoch,
+            }
+        } else {
+            FollowerIdentity {
+                replica_id: request.replica_id.0,
+                broker_epoch: -1,
+            }
+        };
+        let follower = (follower.replica_id >= 0).then_some(follower);
+        let cap_key = if follower.is_some() {
+            "replica.fetch.response.max.bytes"
+        } else {
+            "fetch.max.bytes"
+        };
+        let cap = broker
+            .config
+            .get_i64(cap_key, 0)
+            .clamp(0, i64::from(i32::MAX));
+        let max_bytes = i64::from(request.max_bytes).clamp(0, cap);
+        let image = broker.image();
+        let mut topics: Vec<Topic> = Vec::new();
+        let mut topic_of: HashMap<(Uuid, String), usize> = HashMap::new();
+        let mut wanted: Vec<Wanted> = Vec::new();
+        let mut seen: HashMap<(usize, i32), usize> = HashMap::new();
+        for t in request.topics {
+            let key = (t.topic_id, t.topic.0.to_string());
+            let topic = *topic_of.entry(key).or_insert_with(|| {
+                let resolved = if version >= 13 {
+                    image.topic_by_id(&t.topic_id).map(|ti| ti.name.clone())
+                } else {
+                    Some(t.topic.0.to_string())
+                };
+                topics.push(Topic {
+                    name: t.topic.clone(),
+                    topic_id: t.topic_id,
+                    resolved,
+                });
+                topics.len() - 1
+            });
+            for fetch in t.partitions {
+                match seen.get(&(topic, fetch.partition)) {
+                    Some(&at) => wanted[at].fetch = fetch,
+                    None => {
+                        seen.insert((topic, fetch.partition), wanted.len());
+                        wanted.push(Wanted { topic, fetch });
+                    }
+                }
+            }
+        }
+        let overhead = wanted.len() * PARTITION_OVERHEAD + topics.len() * TOPIC_OVERHEAD;
+        // Both are within i32::MAX: the casts are lossless on 64-bit targets.
+        let max_bytes = (max_bytes as usize).min((i32::MAX as usize).saturating_sub(overhead));
+        let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
+        Plan {
+            topics,
+            wanted,
+            follower,
+            max_bytes,
+            min_bytes,
+            version,
+        }
+    }
+}
+
 pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let deadline = tokio::time::Instant::now() + max_wait;
+    let plan = Arc::new(Plan::new(broker, request, version));
     loop {
         let notified = broker.replicas.appended.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (response, bytes, errors) = read_once(broker, &request, version);
+        let (b, p) = (broker.clone(), plan.clone());
+        let pass = tokio::task::spawn_blocking(move || read_once(&b, &p)).await;
+        let Ok((response, bytes, errors)) = pass else {
+            // The blocking pool is shutting down: nothing was read.
+            return FetchResponse::default().with_error_code(UNKNOWN_SERVER_ERROR);
+        };
         let now = tokio::time::Instant::now();
-        if bytes >= request.min_bytes.max(0) as usize || errors || now >= deadline {
+        if bytes >= plan.min_bytes || errors || now >= deadline {
             return response;
         }
         tokio::select! {
@@ -43,182 +169,239 @@ pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -
     }
 }
 
+/// What one partition's pass produced.
+struct Answer {
+    data: PartitionData,
+    bytes: usize,
+    error: bool,
+}
+
+impl Answer {
+    fn error(data: PartitionData) -> Answer {
+        Answer {
+            data,
+            bytes: 0,
+            error: true,
+        }
+    }
+}
+
 /// One pass over the requested partitions: (response, bytes of records, any partition error).
-fn read_once(
-    broker: &Arc<Broker>,
-    request: &FetchRequest,
-    version: i16,
-) -> (FetchResponse, usize, bool) {
-    let replica_id = if version >= 15 {
-        request.replica_state.replica_id.0
-    } else {
-        request.replica_id.0
-    };
-    let follower = replica_id >= 0;
-    let mut budget = if request.max_bytes <= 0 {
-        usize::MAX
-    } else {
-        request.max_bytes as usize
-    };
+/// Runs on the blocking pool (it reads segment files).
+fn read_once(broker: &Arc<Broker>, plan: &Plan) -> (FetchResponse, usize, bool) {
+    let mut budget = plan.max_bytes;
     let mut total = 0usize;
     let mut errors = false;
-    let mut topics = Vec::with_capacity(request.topics.len());
-    for topic in &request.topics {
-        let name = topic.topic.0.as_str();
-        let mut partitions = Vec::with_capacity(topic.partitions.len());
-        for fp in &topic.partitions {
-            let index = fp.partition;
-            let Some(partition) = broker.replicas.get(name, index) else {
-                let code = if broker.image().partition(name, index).is_some() {
-                    code::NOT_LEADER_OR_FOLLOWER
-                } else {
-                    code::UNKNOWN_TOPIC_OR_PARTITION
-                };
-                errors = true;
-                partitions.push(partition_error(index, code));
-                continue;
-            };
-            let role = partition.role();
-            if role.leader != broker.node_id {
-                errors = true;
-                partitions.push(partition_error(index, code::NOT_LEADER_OR_FOLLOWER));
-                continue;
-            }
-            let epoch_error = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch);
-            if epoch_error != code::NONE {
-                errors = true;
-                partitions.push(partition_error(index, epoch_error));
-                continue;
-            }
-            if follower {
-                // One look at the log decides what the follower's position means.
-                let (diverged, in_log) = {
-                    let log = partition.log.lock();
-                    let diverged = (version >= 12 && fp.last_fetched_epoch >= 0)
-                        .then(|| log.end_offset_for_epoch(fp.last_fetched_epoch))
-                        .filter(|&(epoch, end)| {
-                            epoch < 0
-                                || end < 0
-                                || epoch != fp.last_fetched_epoch
-                                || end < fp.fetch_offset
-                        })
-                        .map(|epoch_end| (epoch_end, log.high_watermark(), log.log_start_offset()));
-                    let in_log = fp.fetch_offset >= log.log_start_offset()
-                        && fp.fetch_offset <= log.log_end_offset();
-                    (diverged, in_log)
-                };
-                if let Some(((epoch, end), hw, log_start)) = diverged {
-                    errors = true;
-                    partitions.push(if epoch < 0 || end < 0 {
-                        // We know no epoch at or below the follower's: its log cannot be
-                        // matched with ours (Kafka answers OFFSET_OUT_OF_RANGE and the
-                        // follower falls back to our HW).
-                        partition_error(index, code::OFFSET_OUT_OF_RANGE)
-                            .with_high_watermark(hw)
-                            .with_last_stable_offset(hw)
-                            .with_log_start_offset(log_start)
-                    } else {
-                        // The follower's log diverged from ours: tell it where to truncate
-                        // (KIP-595 style).
-                        PartitionData::default()
-                            .with_partition_index(index)
-                            .with_high_watermark(hw)
-                            .with_last_stable_offset(hw)
-                            .with_log_start_offset(log_start)
-                            .with_diverging_epoch(
-                                kafka_protocol::messages::fetch_response::EpochEndOffset::default()
-                                    .with_epoch(epoch)
-                                    .with_end_offset(end),
-                            )
-                            .with_preferred_read_replica(BrokerId(-1))
-                            .with_records(Some(Default::default()))
-                    });
-                    // Its fetch position is not a position in *our* log, so it neither moves
-                    // the HW nor earns an ISR place (as in Kafka).
-                    continue;
-                }
-                // The fetch position is the follower's LEO: it may move the HW (spec E.3). A
-                // position outside our log is answered OFFSET_OUT_OF_RANGE below and counts
-                // for nothing.
-                if in_log {
-                    let outcome = partition.record_follower_fetch(replica_id, fp.fetch_offset);
-                    if outcome.hw_changed {
-                        broker.replicas.appended.notify_waiters();
-                    }
-                    if let Some(request) = outcome.propose {
-                        crate::isr::propose(
-                            broker.controller.clone(),
-                            broker.replicas.clone(),
-                            partition.clone(),
-                            request,
-                        );
-                    }
-                }
-            }
-            let log = partition.log.lock();
-            let hw = log.high_watermark();
-            let upper = if follower { log.log_end_offset() } else { hw };
-            let max = (fp.partition_max_bytes.max(0) as usize).min(budget);
-            let in_range = fp.fetch_offset >= log.log_start_offset()
-                && fp.fetch_offset <= log.log_end_offset();
-            let result = if in_range && fp.fetch_offset >= upper {
-                // Between the HW and the LEO: nothing visible yet, not an error.
-                Ok(runnel_log::ReadResult {
-                    records: Default::default(),
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.log_end_offset(),
-                    high_watermark: hw,
-                })
-            } else {
-                log.read(fp.fetch_offset, max, upper, total == 0)
-            };
-            match result {
-                Ok(read) => {
-                    let n = read.records.len();
-                    total += n;
-                    budget = budget.saturating_sub(n);
-                    partitions.push(
-                        PartitionData::default()
-                            .with_partition_index(index)
-                            .with_high_watermark(read.high_watermark)
-                            .with_last_stable_offset(read.high_watermark)
-                            .with_log_start_offset(read.log_start_offset)
-                            .with_preferred_read_replica(BrokerId(-1))
-                            .with_records(Some(read.records)),
-                    );
-                }
-                Err(LogError::OffsetOutOfRange { .. }) => {
-                    errors = true;
-                    partitions.push(
-                        partition_error(index, code::OFFSET_OUT_OF_RANGE)
-                            .with_high_watermark(hw)
-                            .with_last_stable_offset(hw)
-                            .with_log_start_offset(log.log_start_offset()),
-                    );
-                }
-                Err(e) => {
-                    tracing::error!(topic = %name, partition = index, error = %e, "read failed");
-                    errors = true;
-                    partitions.push(partition_error(index, code::KAFKA_STORAGE_ERROR));
-                }
-            }
-        }
-        topics.push(
-            FetchableTopicResponse::default()
-                .with_topic(topic.topic.clone())
-                .with_topic_id(topic.topic_id)
-                .with_partitions(partitions),
-        );
+    let mut by_topic: Vec<Vec<PartitionData>> = plan.topics.iter().map(|_| Vec::new()).collect();
+    for w in &plan.wanted {
+        let topic = &plan.topics[w.topic];
+        let answer = match &topic.resolved {
+            None => Answer::error(partition_error(w.fetch.partition, code::UNKNOWN_TOPIC_ID)),
+            Some(name) => read_partition(broker, plan, name, &w.fetch, budget, total == 0),
+        };
+        total += answer.bytes;
+        budget = budget.saturating_sub(answer.bytes);
+        errors |= answer.error;
+        by_topic[w.topic].push(answer.data);
     }
-    if version < 5 {
-        // log_start_offset exists from v5 on.
-        for p in topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-            p.log_start_offset = -1;
+    let mut topics = Vec::with_capacity(plan.topics.len());
+    for (t, mut partitions) in plan.topics.iter().zip(by_topic) {
+        if partitions.is_empty() {
+            continue;
         }
+        if plan.version < 5 {
+            // log_start_offset exists from v5 on.
+            for p in &mut partitions {
+                p.log_start_offset = -1;
+            }
+        }
+        let mut out = FetchableTopicResponse::default().with_partitions(partitions);
+        if plan.version >= 13 {
+            out.topic_id = t.topic_id;
+        } else {
+            out.topic = t.name.clone();
+        }
+        topics.push(out);
     }
     (
         FetchResponse::default().with_responses(topics),
         total,
         errors,
     )
+}
+
+/// Reads one partition within `budget` (`first`: nothing was returned yet, so one batch may
+/// exceed the limits).
+fn read_partition(
+    broker: &Arc<Broker>,
+    plan: &Plan,
+    name: &str,
+    fp: &FetchPartition,
+    budget: usize,
+    first: bool,
+) -> Answer {
+    let index = fp.partition;
+    let Some(partition) = broker.replicas.get(name, index) else {
+        let code = if broker.image().partition(name, index).is_some() {
+            code::NOT_LEADER_OR_FOLLOWER
+        } else {
+            code::UNKNOWN_TOPIC_OR_PARTITION
+        };
+        return Answer::error(partition_error(index, code));
+    };
+    let role = partition.role();
+    if role.leader != broker.node_id {
+        return Answer::error(partition_error(index, code::NOT_LEADER_OR_FOLLOWER));
+    }
+    let epoch_error = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch);
+    if epoch_error != code::NONE {
+        return Answer::error(partition_error(index, epoch_error));
+    }
+    if let Some(who) = plan.follower {
+        let registered = broker.image().brokers.get(&who.replica_id).map(|b| b.epoch);
+        if let Err(code) = check_follower_fetch(who, broker.node_id, &role.replicas, registered) {
+            return Answer::error(partition_error(index, code));
+        }
+        if let Some(answer) = follower_position(broker, &partition, who.replica_id, fp, plan) {
+            return answer;
+        }
+    }
+    // Locate under the lock, read without it.
+    let located = {
+        let log = partition.log.lock();
+        let hw = log.high_watermark();
+        let upper = if plan.follower.is_some() {
+            log.log_end_offset()
+        } else {
+            hw
+        };
+        let max = usize::try_from(fp.partition_max_bytes)
+            .unwrap_or(0)
+            .min(budget);
+        let in_range =
+            fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
+        if in_range && fp.fetch_offset >= upper {
+            // Between the HW and the LEO: nothing visible yet, not an error.
+            Located::Nothing(ReadResult {
+                records: Default::default(),
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                high_watermark: hw,
+            })
+        } else {
+            match log.plan_read(fp.fetch_offset, max, upper, first) {
+                Ok(plan) => Located::Read(plan),
+                Err(e) => Located::Failed(e, hw, log.log_start_offset()),
+            }
+        }
+    };
+    let result: Result<ReadResult, (LogError, i64, i64)> = match located {
+        Located::Nothing(read) => Ok(read),
+        // Reading located bytes fails only with I/O errors or corruption (no offsets needed).
+        Located::Read(plan) => plan.execute().map_err(|e| (e, -1, -1)),
+        Located::Failed(e, hw, start) => Err((e, hw, start)),
+    };
+    match result {
+        Ok(read) => {
+            let n = read.records.len();
+            Answer {
+                data: PartitionData::default()
+                    .with_partition_index(index)
+                    .with_high_watermark(read.high_watermark)
+                    .with_last_stable_offset(read.high_watermark)
+                    .with_log_start_offset(read.log_start_offset)
+                    .with_preferred_read_replica(BrokerId(-1))
+                    .with_records(Some(read.records)),
+                bytes: n,
+                error: false,
+            }
+        }
+        Err((LogError::OffsetOutOfRange { .. }, hw, start)) => Answer::error(
+            partition_error(index, code::OFFSET_OUT_OF_RANGE)
+                .with_high_watermark(hw)
+                .with_last_stable_offset(hw)
+                .with_log_start_offset(start),
+        ),
+        Err((e, _, _)) => {
+            tracing::error!(topic = %name, partition = index, error = %e, "read failed");
+            Answer::error(partition_error(index, code::KAFKA_STORAGE_ERROR))
+        }
+    }
+}
+
+enum Located {
+    Nothing(ReadResult),
+    Read(ReadPlan),
+    Failed(LogError, i64, i64),
+}
+
+/// A verified follower's fetch position: `Some` answers a diverging log (nothing is read);
+/// otherwise a position inside our log is recorded as the follower's LEO and log start (it may
+/// move the HW, the ISR and the low watermark).
+fn follower_position(
+    broker: &Arc<Broker>,
+    partition: &Arc<Partition>,
+    replica_id: i32,
+    fp: &FetchPartition,
+    plan: &Plan,
+) -> Option<Answer> {
+    let index = fp.partition;
+    // One look at the log decides what the follower's position means.
+    let (diverged, in_log) = {
+        let log = partition.log.lock();
+        let diverged = (plan.version >= 12 && fp.last_fetched_epoch >= 0)
+            .then(|| log.end_offset_for_epoch(fp.last_fetched_epoch))
+            .filter(|&(epoch, end)| {
+                epoch < 0 || end < 0 || epoch != fp.last_fetched_epoch || end < fp.fetch_offset
+            })
+            .map(|epoch_end| (epoch_end, log.high_watermark(), log.log_start_offset()));
+        let in_log =
+            fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
+        (diverged, in_log)
+    };
+    if let Some(((epoch, end), hw, log_start)) = diverged {
+        // Its fetch position is not a position in *our* log, so it neither moves the HW nor
+        // earns an ISR place (as in Kafka).
+        return Some(Answer::error(if epoch < 0 || end < 0 {
+            // We know no epoch at or below the follower's: its log cannot be matched with
+            // ours (Kafka answers OFFSET_OUT_OF_RANGE and the follower falls back to our HW).
+            partition_error(index, code::OFFSET_OUT_OF_RANGE)
+                .with_high_watermark(hw)
+                .with_last_stable_offset(hw)
+                .with_log_start_offset(log_start)
+        } else {
+            // The follower's log diverged from ours: tell it where to truncate (KIP-595).
+            PartitionData::default()
+                .with_partition_index(index)
+                .with_high_watermark(hw)
+                .with_last_stable_offset(hw)
+                .with_log_start_offset(log_start)
+                .with_diverging_epoch(
+                    EpochEndOffset::default()
+                        .with_epoch(epoch)
+                        .with_end_offset(end),
+                )
+                .with_preferred_read_replica(BrokerId(-1))
+                .with_records(Some(Default::default()))
+        }));
+    }
+    // The fetch position is the follower's LEO: it may move the HW (spec E.3). A position
+    // outside our log is answered OFFSET_OUT_OF_RANGE by the read and counts for nothing.
+    if in_log {
+        let outcome = partition.record_follower_fetch(replica_id, fp.fetch_offset);
+        let log_start_changed =
+            partition.record_follower_log_start(replica_id, fp.log_start_offset);
+        if outcome.hw_changed || log_start_changed {
+            broker.replicas.appended.notify_waiters();
+        }
+        if let Some(request) = outcome.propose {
+            crate::isr::propose(
+                broker.controller.clone(),
+                broker.replicas.clone(),
+                partition.clone(),
+                request,
+            );
+        }
+    }
+    None
 }

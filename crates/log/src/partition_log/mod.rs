@@ -15,6 +15,7 @@ mod truncate;
 
 #[cfg(test)]
 mod fault_tests;
+pub use read::ReadPlan;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};

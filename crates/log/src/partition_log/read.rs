@@ -6,6 +6,7 @@ use super::{PartitionLog, ReadResult};
 use crate::batch;
 use crate::error::LogError;
 use crate::record_scan;
+use crate::segment::FileSlice;
 
 impl PartitionLog {
     /// Reads whole batches starting with the batch containing `offset`, up to `max_bytes`
@@ -21,6 +22,20 @@ impl PartitionLog {
         max_offset: i64,
         min_one_batch: bool,
     ) -> Result<ReadResult, LogError> {
+        self.plan_read(offset, max_bytes, max_offset, min_one_batch)?
+            .execute()
+    }
+
+    /// The part of [`Self::read`] that needs the log: finds where the batches lie (index and
+    /// batch headers). The bytes themselves are read by [`ReadPlan::execute`], which needs no
+    /// lock, so a large fetch never holds the partition's lock over its I/O.
+    pub fn plan_read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadPlan, LogError> {
         self.ensure_not_failed()?;
         let leo = self.log_end_offset();
         if offset < self.log_start_offset || offset > leo {
@@ -30,48 +45,35 @@ impl PartitionLog {
                 log_end: leo,
             });
         }
-        let result = |records: Bytes| ReadResult {
-            records,
+        let mut plan = ReadPlan {
+            slice: None,
+            max_offset,
+            segment: 0,
             log_start_offset: self.log_start_offset,
             log_end_offset: leo,
             high_watermark: self.high_watermark,
         };
         if offset == leo || offset >= max_offset {
-            return Ok(result(Bytes::new()));
+            return Ok(plan);
         }
         for seg in &self.segments[self.segment_index_for(offset)..] {
             let Some((pos, first)) = seg.find_batch(offset)? else {
                 continue;
             };
             if first.last_offset() >= max_offset {
-                return Ok(result(Bytes::new()));
+                return Ok(plan);
             }
+            plan.segment = seg.base_offset();
             if first.total_size() > max_bytes {
-                if !min_one_batch {
-                    return Ok(result(Bytes::new()));
+                if min_one_batch {
+                    plan.slice = Some(seg.slice(pos, first.total_size()));
                 }
-                let buf = seg.read_bytes(pos, first.total_size())?;
-                return Ok(result(Bytes::from(buf)));
+                return Ok(plan);
             }
-            let mut buf = seg.read_bytes(pos, max_bytes)?;
-            let mut used = 0usize;
-            while used < buf.len() {
-                match batch::frame(&buf[used..]) {
-                    Ok((h, bytes)) if h.last_offset() < max_offset => used += bytes.len(),
-                    Ok(_) | Err(batch::BatchError::Truncated { .. }) => break,
-                    Err(e) if used == 0 => {
-                        return Err(LogError::Corrupt(format!(
-                            "segment {} position {pos}: {e}",
-                            seg.base_offset()
-                        )))
-                    }
-                    Err(_) => break,
-                }
-            }
-            buf.truncate(used);
-            return Ok(result(Bytes::from(buf)));
+            plan.slice = Some(seg.slice(pos, max_bytes));
+            return Ok(plan);
         }
-        Ok(result(Bytes::new()))
+        Ok(plan)
     }
 
     /// ListOffsets by timestamp (spec J.3): the first record at or after the log start whose
@@ -122,5 +124,46 @@ impl PartitionLog {
                 .map(|(o, _)| o)
         })();
         Some((ts, exact.unwrap_or(shallow)))
+    }
+}
+
+/// A read located under the log's lock and done without it ([`PartitionLog::plan_read`]).
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    slice: Option<FileSlice>,
+    max_offset: i64,
+    /// Base offset of the segment read (for error messages).
+    segment: i64,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    high_watermark: i64,
+}
+
+impl ReadPlan {
+    /// Reads the bytes and keeps the whole batches below the plan's `max_offset`. A segment
+    /// cut shorter since the plan was made (a follower truncation) yields fewer batches.
+    pub fn execute(self) -> Result<ReadResult, LogError> {
+        let mut buf = match &self.slice {
+            Some(slice) => slice.read()?,
+            None => Vec::new(),
+        };
+        let mut used = 0usize;
+        while used < buf.len() {
+            match batch::frame(&buf[used..]) {
+                Ok((h, bytes)) if h.last_offset() < self.max_offset => used += bytes.len(),
+                Ok(_) | Err(batch::BatchError::Truncated { .. }) => break,
+                Err(e) if used == 0 => {
+                    return Err(LogError::Corrupt(format!("segment {}: {e}", self.segment)))
+                }
+                Err(_) => break,
+            }
+        }
+        buf.truncate(used);
+        Ok(ReadResult {
+            records: Bytes::from(buf),
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+            high_watermark: self.high_watermark,
+        })
     }
 }

@@ -21,6 +21,9 @@ pub struct FollowerState {
     pub last_fetch_time_ms: i64,
     /// The leader's LEO when the previous fetch arrived.
     pub last_fetch_leader_leo: i64,
+    /// The follower's log start offset, as reported by its last fetch ([`UNKNOWN_OFFSET`]
+    /// until it fetches from this leader): DeleteRecords waits for it (the low watermark).
+    pub log_start_offset: i64,
 }
 
 impl FollowerState {
@@ -37,6 +40,7 @@ impl FollowerState {
             last_caught_up_time_ms: if in_isr { now_ms } else { 0 },
             last_fetch_time_ms: now_ms,
             last_fetch_leader_leo: leader_leo,
+            log_start_offset: UNKNOWN_OFFSET,
         }
     }
 

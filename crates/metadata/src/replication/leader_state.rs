@@ -255,6 +255,35 @@ impl LeaderPartitionState {
         })
     }
 
+    /// A follower's fetch reported its log start offset (Kafka keeps it in the replica's
+    /// fetch state). The leader calls it only for fetches it accepted, after
+    /// [`Self::on_follower_fetch`]. Returns whether the follower's log start moved (the low
+    /// watermark may have: completes waiting DeleteRecords). Unknown followers are ignored.
+    pub fn on_follower_log_start(&mut self, replica: i32, log_start_offset: i64) -> bool {
+        match self.followers.get_mut(&replica) {
+            Some(f) if f.log_start_offset != log_start_offset => {
+                f.log_start_offset = log_start_offset;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Kafka's `Partition.lowWatermarkIfLeader`: the smallest log start offset over the
+    /// leader (`leader_log_start`) and every follower whose broker is alive (here: not
+    /// fenced and not shutting down). A live follower that has not fetched since this broker
+    /// became leader counts as [`super::follower::UNKNOWN_OFFSET`], so it holds the low
+    /// watermark back until it reports. DeleteRecords completes once this reaches its target
+    /// (Kafka's `DelayedDeleteRecords`): then no live replica still holds deleted records that
+    /// a failover could bring back.
+    pub fn low_watermark(&self, leader_log_start: i64) -> i64 {
+        self.followers
+            .iter()
+            .filter(|(r, _)| !self.ineligible.contains(r))
+            .map(|(_, f)| f.log_start_offset)
+            .fold(leader_log_start, i64::min)
+    }
+
     /// E.2 expand: a follower outside the ISR whose position is at least the HW and at least
     /// the start of this leader's epoch (so it holds no divergent tail of an older epoch).
     /// Nothing is proposed while another change is in flight.

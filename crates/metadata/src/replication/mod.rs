@@ -10,6 +10,7 @@
 //! One idea per file:
 //!
 //! * [`follower`]: what a leader knows about one follower, and E.2's "caught up" rule;
+//! * [`follower_fetch`]: who may fetch as a follower (a replica with its broker epoch);
 //! * [`leader_state`]: one partition on its leader: ISR with pending changes, HW (E.3),
 //!   shrink / expand (E.2), acks=all (E.4);
 //! * [`acks`]: the acks=all decisions in isolation (E.4);
@@ -26,6 +27,7 @@ pub mod election;
 pub mod epoch_cache;
 pub mod fencing;
 pub mod follower;
+pub mod follower_fetch;
 pub mod imbalance;
 pub mod leader_state;
 pub mod truncation;
@@ -41,6 +43,7 @@ pub use election::{
 pub use epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use fencing::check_leader_epoch;
 pub use follower::{FollowerState, UNKNOWN_OFFSET};
+pub use follower_fetch::{check_follower_fetch, FollowerIdentity};
 pub use imbalance::{
     auto_rebalance, imbalance_by_broker, BrokerImbalance, PartitionLeadership, RebalancePlan,
 };

@@ -496,3 +496,52 @@ fn a_reassignment_adds_unknown_followers_and_forgets_removed_ones() {
     assert!(s.follower(3).is_none());
     assert_eq!(s.pending_isr(), Some(&[1, 2, 3, 4][..]), "still pending");
 }
+
+/// Issue 9 item 7: DeleteRecords answers only once every live replica dropped the records
+/// (Kafka's low watermark). Before the fix the leader tracked no follower log start at all,
+/// so there was nothing to wait for and deleted records came back after a failover.
+#[test]
+fn low_watermark_is_the_smallest_log_start_of_the_live_replicas() {
+    let mut s = leader(100, 100, &[1, 2, 3], 1);
+    assert_eq!(
+        s.low_watermark(50),
+        UNKNOWN_OFFSET,
+        "followers that have not fetched yet hold it back"
+    );
+    fetch(&mut s, 2, 100, T0);
+    assert!(s.on_follower_log_start(2, 50));
+    assert!(
+        !s.on_follower_log_start(2, 50),
+        "no change, nothing to wake"
+    );
+    assert_eq!(
+        s.low_watermark(50),
+        UNKNOWN_OFFSET,
+        "follower 3 still unknown"
+    );
+    fetch(&mut s, 3, 100, T0);
+    s.on_follower_log_start(3, 20);
+    assert_eq!(s.low_watermark(50), 20, "follower 3 still has 20..50");
+    s.on_follower_log_start(3, 60);
+    assert_eq!(
+        s.low_watermark(50),
+        50,
+        "the leader's own log start counts too"
+    );
+    assert_eq!(s.low_watermark(70), 50);
+}
+
+#[test]
+fn a_dead_follower_does_not_hold_the_low_watermark_back_and_unknowns_are_ignored() {
+    let mut s = leader(100, 100, &[1, 2, 3], 1);
+    fetch(&mut s, 2, 100, T0);
+    s.on_follower_log_start(2, 40);
+    s.set_ineligible_replicas(BTreeSet::from([3]));
+    assert_eq!(
+        s.low_watermark(40),
+        40,
+        "fenced follower 3 is not waited for"
+    );
+    assert!(!s.on_follower_log_start(9, 0), "not a replica: ignored");
+    assert_eq!(s.low_watermark(40), 40);
+}
