@@ -314,6 +314,8 @@ impl BrokerConfig {
             max_request_bytes: usize::try_from(max_request_bytes).unwrap_or(usize::MAX),
             request_memory,
         })
+    }
+
     /// `offsets.topic.replication.factor` in force. Kafka's default is 3; a single node (no
     /// quorum, or a quorum of one voter) embeds a default of 1, so the quick start works with
     /// no configuration (Kafka itself needs the property set to 1 there). An explicit value is
