@@ -392,3 +392,41 @@ impl LogManager {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::{self, Fault};
+    use crate::partition_log::fault_tests::{append, batch};
+
+    /// Caught (issue 9 item 6): `flush_all` returned at the first failing partition, so one
+    /// bad log left every later partition unflushed. Now all are tried, the first error is
+    /// returned, and the failed log is skipped from then on (never fsynced again).
+    #[test]
+    fn flush_all_flushes_the_others_when_one_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = LogManager::open(dir.path().to_path_buf(), LogConfig::default()).unwrap();
+        let logs: Vec<SharedLog> = (0..3)
+            .map(|p| {
+                let log = m
+                    .get_or_create("t", p, uuid::Uuid::new_v4(), LogConfig::default())
+                    .unwrap();
+                append(&mut log.lock(), &batch(2, b'a')).unwrap();
+                log
+            })
+            .collect();
+        fault::arm(Fault::Sync); // the first partition's first fsync fails
+        let e = m.flush_all().unwrap_err();
+        assert_eq!(e.kafka_error_code(), 56);
+        let failed: Vec<bool> = logs.iter().map(|l| l.lock().failure().is_some()).collect();
+        assert_eq!(failed, vec![true, false, false]);
+        let rps: Vec<i64> = logs.iter().map(|l| l.lock().recovery_point()).collect();
+        assert_eq!(rps, vec![0, 2, 2]);
+        for l in &logs[1..] {
+            append(&mut l.lock(), &batch(1, b'b')).unwrap();
+        }
+        m.flush_all().unwrap();
+        let rps: Vec<i64> = logs.iter().map(|l| l.lock().recovery_point()).collect();
+        assert_eq!(rps, vec![0, 3, 3]);
+    }
+}

@@ -63,4 +63,19 @@ mod tests {
         }
         assert!(decompress(7, b"").is_err());
     }
+
+    /// Caught (issue 9 item 2): the cleaner inflated a batch fully, whatever it claimed. A
+    /// batch inflating beyond the limit is now an error (the cleaner then keeps it verbatim).
+    #[test]
+    fn the_cleaner_refuses_to_inflate_beyond_the_limit() {
+        use std::io::Write;
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..(MAX_DECOMPRESSED_BATCH_BYTES >> 20) + 1 {
+            enc.write_all(&zeros).unwrap();
+        }
+        let bomb = enc.finish().unwrap();
+        let e = decompress(4, &bomb).unwrap_err();
+        assert!(e.contains("exceed"), "{e}");
+    }
 }

@@ -11,7 +11,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-fn batch(n: usize, tag: u8) -> Vec<u8> {
+pub(crate) fn batch(n: usize, tag: u8) -> Vec<u8> {
     let records: Vec<Record> = (0..n)
         .map(|i| Record {
             transactional: false,
@@ -59,7 +59,7 @@ fn config() -> LogConfig {
     }
 }
 
-fn append(log: &mut PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
+pub(crate) fn append(log: &mut PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
     let h: Vec<BatchHeader> = validate_batches(b, usize::MAX).unwrap();
     log.append(b, &h, 0)
 }

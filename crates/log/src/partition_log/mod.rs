@@ -14,7 +14,7 @@ mod retention;
 mod truncate;
 
 #[cfg(test)]
-mod fault_tests;
+pub(crate) mod fault_tests;
 pub use read::ReadPlan;
 
 use std::path::{Path, PathBuf};
