@@ -73,11 +73,19 @@ pub fn encode_response<R: Encodable>(
         .encode(&mut buf, key.response_header_version(version))
         .and_then(|()| body.encode(&mut buf, version))
         .map_err(|e| DispatchError(format!("cannot encode {key:?} v{version} response: {e}")))?;
-    // A frame's size is an INT32: a larger response cannot be sent (handlers bound theirs).
-    let size = i32::try_from(buf.len() - 4)
-        .map_err(|_| DispatchError(format!("{key:?} response of {} bytes", buf.len())))?;
+    let size = frame_size(buf.len() - 4, &format_args!("{key:?} v{version}"))?;
     buf[..4].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
+}
+
+/// A response's size prefix: a frame over `i32::MAX` bytes cannot be sent (the connection is
+/// closed instead of sending a wrapped size).
+fn frame_size(len: usize, what: &dyn std::fmt::Display) -> Result<i32, DispatchError> {
+    i32::try_from(len).map_err(|_| {
+        DispatchError(format!(
+            "{what} response of {len} bytes exceeds the protocol's frame size"
+        ))
+    })
 }
 
 fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T, DispatchError> {
@@ -224,7 +232,7 @@ async fn runnel_describe(
     let json = serde_json::to_vec(&value)
         .map_err(|e| DispatchError(format!("cannot encode JSON: {e}")))?;
     let mut out = BytesMut::with_capacity(8 + json.len());
-    out.put_i32((4 + json.len()) as i32);
+    out.put_i32(frame_size(4 + json.len(), &"RunnelDescribeMetadata")?);
     out.put_i32(correlation_id);
     out.extend_from_slice(&json);
     Ok(out.freeze())

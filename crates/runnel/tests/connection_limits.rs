@@ -329,3 +329,69 @@ fn idle_and_half_received_connections_are_closed() {
     );
     let _: ApiVersionsResponse = busy.call(ApiKey::ApiVersions, 2, &ApiVersionsRequest::default());
 }
+
+/// "Max open files" of a process: (soft, hard) from /proc/<pid>/limits.
+fn nofile_limits(pid: u32) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("Max open files line");
+    let mut fields = line["Max open files".len()..].split_whitespace();
+    (
+        fields.next().unwrap_or_default().to_string(),
+        fields.next().unwrap_or_default().to_string(),
+    )
+}
+
+/// A broker started with a soft RLIMIT_NOFILE of 1024 (below the hard limit) raises it to the
+/// hard limit before it opens anything. Caught on the old broker: it kept 1024, so sockets and
+/// segment files shared a thousand FDs.
+#[test]
+fn soft_fd_limit_is_raised_to_the_hard_limit() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let hard = raise_own_fd_limit();
+    assert!(hard > 1024, "the hard limit must exceed 1024 for this test");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_runnel"));
+    cmd.arg("broker")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .env("RUST_LOG", "warn");
+    // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            limit.rlim_cur = 1024;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn runnel broker");
+    let stdout = child.stdout.take().expect("stdout");
+    let started = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("listening on"));
+    let limits = nofile_limits(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "broker did not start");
+    assert_eq!(
+        limits,
+        (hard.to_string(), hard.to_string()),
+        "soft limit raised to the hard one"
+    );
+}

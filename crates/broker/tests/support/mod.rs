@@ -1,0 +1,143 @@
+//! An in-process single-node broker for tests that call the dispatcher without sockets: a temp
+//! data dir, `startup::start` (the same code path as `runnel broker`, listening on an ephemeral
+//! port nobody uses), and `dispatch(frame)` on its own runtime, each call bounded by a timeout.
+//! A panic hook counts panics on every thread (handlers' spawned tasks included).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use bytes::Bytes;
+use runnel_broker::config::BrokerConfig;
+use runnel_broker::context::Broker;
+use runnel_broker::dispatch::{dispatch, DispatchError};
+use runnel_broker::startup::{self, RunningBroker};
+use runnel_broker::BrokerArgs;
+
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+static HOOK: Once = Once::new();
+
+/// Panics seen on any thread since the process started.
+pub fn panics() -> usize {
+    PANICS.load(Ordering::SeqCst)
+}
+
+fn install_panic_counter() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            previous(info);
+        }));
+    });
+}
+
+/// What one dispatched frame did.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A response frame, or none (acks=0).
+    Answered(Option<Bytes>),
+    /// The dispatcher refused the frame (the connection would be closed).
+    Refused(String),
+    /// Not finished within the limit (still running in the background).
+    TimedOut,
+    /// Sent off without waiting for it.
+    Detached,
+}
+
+pub struct InProcessBroker {
+    runtime: tokio::runtime::Runtime,
+    running: Option<RunningBroker>,
+    pub broker: Arc<Broker>,
+    peer: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl InProcessBroker {
+    /// Starts a single-node broker with `overrides` (Kafka property `key=value`s).
+    pub fn start(overrides: &[&str]) -> InProcessBroker {
+        install_panic_counter();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let args = BrokerArgs {
+            node_id: 1,
+            listen: "127.0.0.1:0".into(),
+            advertise: None,
+            data_dir: dir.path().to_path_buf(),
+            config: None,
+            overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            process_roles: None,
+            controller_listen: None,
+            controller_quorum_voters: None,
+            rack: None,
+        };
+        let config = BrokerConfig::from_args(&args).expect("valid test config");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let running = runtime
+            .block_on(startup::start(config))
+            .expect("broker starts");
+        let broker = running.broker.clone();
+        InProcessBroker {
+            runtime,
+            running: Some(running),
+            broker,
+            peer: "127.0.0.1:40000".parse().expect("address"),
+            _dir: dir,
+        }
+    }
+
+    /// Dispatches one frame (without its size prefix), waiting at most `limit`.
+    pub fn dispatch(&self, frame: Bytes, limit: Duration) -> Outcome {
+        let broker = self.broker.clone();
+        let peer = self.peer;
+        let task = self
+            .runtime
+            .spawn(async move { dispatch(&broker, frame, peer).await });
+        let joined = self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, task).await });
+        match joined {
+            Err(_) => Outcome::TimedOut,
+            Ok(Err(join)) => std::panic::resume_unwind(join.into_panic()),
+            Ok(Ok(Ok(response))) => Outcome::Answered(response),
+            Ok(Ok(Err(DispatchError(reason)))) => Outcome::Refused(reason),
+        }
+    }
+
+    /// Dispatches a frame without waiting for its answer (a request that asked to wait long).
+    pub fn detach(&self, frame: Bytes) -> Outcome {
+        let broker = self.broker.clone();
+        let peer = self.peer;
+        self.runtime
+            .spawn(async move { dispatch(&broker, frame, peer).await });
+        Outcome::Detached
+    }
+}
+
+impl Drop for InProcessBroker {
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            let _ = self.runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(30), running.shutdown()).await
+            });
+        }
+    }
+}
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM).
+pub fn own_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
