@@ -137,7 +137,9 @@ fn a_stalled_controller_commit_fences_no_healthy_broker() {
 
 /// Caught (after `kill -9` of the active controller, which a fresh controller followed with
 /// an empty session table): a second process with a live broker's node id registered and took
-/// over its endpoint, a raw RegisterBroker frame did the same, and a raw AllocateProducerIds
+/// over its endpoint (its Join moved the observer's address, and the leader's openraft core
+/// panicked on the "reverted" log of the empty newcomer), a raw RegisterBroker frame did the
+/// same, and a raw AllocateProducerIds
 /// with a count of 2^62 moved the next producer id to the end of the id space, so every later
 /// InitProducerId failed. Also: CreateTopics of 10,001 partitions was accepted (now 44) and
 /// CreatePartitions on `__consumer_offsets` remapped every group (now refused).
@@ -217,6 +219,17 @@ fn hostile_controller_requests_after_a_failover_are_refused() {
         "the second process with node id 7 must not start: {err}"
     );
     assert!(err.contains("already in use"), "one clear line: {err}");
+
+    // A raw Join that moves live observer 7 to another address is refused (before, the
+    // leader replaced the address and its replication to the empty newcomer panicked openraft:
+    // "follower log reversion", the quorum leader dead).
+    let (leader_now, _, _) = quorum(&addr).unwrap();
+    let join = raw_frame(
+        &controller_addr(&cluster, leader_now),
+        &json!({"Join": {"node_id": 7, "address": "127.0.0.1:1"}}),
+    )
+    .expect("Join answered");
+    assert!(join["Join"].get("Failed").is_some(), "{join}");
 
     // A raw RegisterBroker for live broker 7 with another incarnation: 101, endpoint kept.
     let hijack = controller_call(

@@ -31,6 +31,9 @@ pub enum RpcRequest {
         node_id: NodeId,
         address: String,
     },
+    /// "Who are you?": the leader asks the address an observer is registered at before it
+    /// lets another process take over that node id (see `server::handle_join`).
+    Identify,
     /// An application request for the node's owner (the broker's controller RPCs), carried on
     /// the same listener so a cluster needs one controller port per node.
     App(serde_json::Value),
@@ -45,6 +48,10 @@ pub enum RpcResponse {
         Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
     ),
     Join(JoinResponse),
+    /// The answer to [`RpcRequest::Identify`]: the node id this process runs as.
+    Identity {
+        node_id: NodeId,
+    },
     App(serde_json::Value),
     /// The request could not be decoded or handled at all.
     Error(String),

@@ -6,7 +6,8 @@
 //! caller with its own accept loop (or an in-process test network) can dispatch requests too.
 //! A connection that sends a malformed frame is closed; other connections are unaffected.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::ChangeMembers;
@@ -90,6 +91,9 @@ pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
         RpcRequest::Join { node_id, address } => {
             RpcResponse::Join(handle_join(raft, node_id, address).await)
         }
+        RpcRequest::Identify => RpcResponse::Identity {
+            node_id: raft.metrics().borrow().id,
+        },
         RpcRequest::App(_) => RpcResponse::Error("no application handler on this path".into()),
     }
 }
@@ -104,9 +108,36 @@ pub async fn handle_frame(raft: &Raft, body: &[u8]) -> std::io::Result<Vec<u8>> 
     encode(&response)
 }
 
+/// How long the leader waits for an observer's old address to say who it is.
+const IDENTIFY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether a process answering as `node_id` listens at `address` (the observer registered
+/// there is alive). Any failure (refused, timeout, garbage, another id) means no.
+async fn identifies_as(address: &str, node_id: NodeId) -> bool {
+    let probe = async {
+        let mut stream = TcpStream::connect(address).await.ok()?;
+        write_frame(&mut stream, &encode(&RpcRequest::Identify).ok()?)
+            .await
+            .ok()?;
+        let body = read_frame(&mut stream).await.ok()??;
+        match decode::<RpcResponse>(&body).ok()? {
+            RpcResponse::Identity { node_id: id } => Some(id == node_id),
+            _ => Some(false),
+        }
+    };
+    tokio::time::timeout(IDENTIFY_TIMEOUT, probe)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
 /// Adds an observer as a learner (leader only). Idempotent: an observer that is already a
-/// learner with the same address is simply told so; one whose address changed (restarted on
-/// another port) gets it replaced, which is safe for a learner because it never votes.
+/// learner with the same address is simply told so. One whose address changed (restarted on
+/// another port) is moved only if nothing answers as that node at the old address: a second
+/// process cannot take over a live observer's node id (its log would be empty, and the
+/// leader's replication progress for the old process would see the log "revert"). A moved
+/// learner is removed and added again, so its replication starts from scratch.
 async fn handle_join(raft: &Raft, node_id: NodeId, address: String) -> JoinResponse {
     let metrics = raft.metrics().borrow().clone();
     let membership = metrics.membership_config.membership().clone();
@@ -121,22 +152,34 @@ async fn handle_join(raft: &Raft, node_id: NodeId, address: String) -> JoinRespo
     {
         return JoinResponse::Joined;
     }
+    if let Some(existing) = membership.get_node(&node_id) {
+        if identifies_as(&existing.addr, node_id).await {
+            return JoinResponse::Failed(format!(
+                "node {node_id} is a live observer at {}; refusing to move it to {address}",
+                existing.addr
+            ));
+        }
+        let removed = raft
+            .change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([node_id])), true)
+            .await;
+        if let Err(e) = removed {
+            return join_error(e);
+        }
+    }
     let node = Node { addr: address };
-    let result = if membership.get_node(&node_id).is_some() {
-        raft.change_membership(
-            ChangeMembers::SetNodes(BTreeMap::from([(node_id, node)])),
-            true,
-        )
-        .await
-    } else {
-        raft.add_learner(node_id, node, false).await
-    };
-    match result {
+    match raft.add_learner(node_id, node, false).await {
         Ok(_) => JoinResponse::Joined,
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => JoinResponse::NotLeader {
+        Err(e) => join_error(e),
+    }
+}
+
+/// A membership change's error as a join answer (a follower points at the leader).
+fn join_error(e: RaftError<NodeId, ClientWriteError<NodeId, Node>>) -> JoinResponse {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => JoinResponse::NotLeader {
             leader: f.leader_id,
             address: f.leader_node.map(|n| n.addr),
         },
-        Err(e) => JoinResponse::Failed(e.to_string()),
+        e => JoinResponse::Failed(e.to_string()),
     }
 }
