@@ -476,11 +476,6 @@ impl Partition {
         self.producers.lock().remove_expired(now_ms, expiration_ms)
     }
 
-    /// How many idempotent producers this replica remembers.
-    pub fn producer_count(&self) -> usize {
-        self.producers.lock().len()
-    }
-
     /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.
     pub fn needs_flush(&self) -> bool {
         let every = self.role.read().config.flush_messages;
