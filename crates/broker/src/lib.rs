@@ -14,6 +14,7 @@ pub mod group_manager;
 pub mod group_purgatory;
 pub mod handlers;
 pub mod isr;
+pub mod log_dir_failure;
 pub mod metadata_log;
 pub mod partition;
 pub mod producer_expiry;
@@ -70,6 +71,8 @@ pub enum BrokerError {
     Log(#[from] runnel_log::LogError),
     #[error("{0}")]
     Startup(String),
+    #[error("log directory failed, broker stopped: {0}")]
+    LogDirFailed(String),
 }
 
 /// Runs a broker until Ctrl-C / SIGTERM.
@@ -82,7 +85,15 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    startup::wait_for_shutdown_signal().await;
+    tokio::select! {
+        () = startup::wait_for_shutdown_signal() => {}
+        failure = node.log_dir_failed() => {
+            // Kafka halts a broker whose last log directory failed: no flush, no clean-shutdown
+            // marker (the next start recovers), no controlled shutdown through a broken disk.
+            tracing::error!(%failure, "stopping the broker: its only log directory failed");
+            return Err(BrokerError::LogDirFailed(failure.to_string()));
+        }
+    }
     tracing::info!("shutting down");
     node.shutdown().await
 }

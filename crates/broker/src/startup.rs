@@ -27,6 +27,7 @@ use crate::config::BrokerConfig;
 use crate::context::{Broker, BrokerParts};
 use crate::controller_client::ControllerClient;
 use crate::controller_shell::{Backend, ControllerShell};
+use crate::log_dir_failure::LogDirFailure;
 use crate::metadata_log::{FileMetadataLog, MetadataLog};
 use crate::partition::log_config;
 use crate::publisher::Publisher;
@@ -43,6 +44,8 @@ pub struct RunningBroker {
     quorum: Option<Arc<MetadataQuorum>>,
     /// The cluster broker's heartbeats (stopped before it tells the controller it is done).
     heartbeats: Option<JoinHandle<()>>,
+    /// Turns `Some` once a hosted partition log failed (`crate::log_dir_failure`).
+    log_dir_failure: watch::Receiver<Option<LogDirFailure>>,
 }
 
 /// Reads `meta.properties` (Kafka's format) or writes a new one. A single node gets a fresh
@@ -577,6 +580,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         crate::producer_expiry::ProducerExpiry::from_config(&broker.config),
         shutdown_rx.clone(),
     );
+    let log_dir_failure =
+        crate::log_dir_failure::spawn_watch(replicas.clone(), shutdown_rx.clone());
     spawn_housekeeping(
         replicas,
         retention_every,
@@ -597,6 +602,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         server,
         quorum,
         heartbeats,
+        log_dir_failure,
     })
 }
 
@@ -659,6 +665,21 @@ fn spawn_cleaner(
 }
 
 impl RunningBroker {
+    /// Resolves once a hosted partition log has failed (a failed fsync, or a write that could
+    /// not be undone); never resolves while the logs are healthy.
+    pub async fn log_dir_failed(&self) -> LogDirFailure {
+        let mut rx = self.log_dir_failure.clone();
+        loop {
+            if let Some(failure) = rx.borrow_and_update().clone() {
+                return failure;
+            }
+            if rx.changed().await.is_err() {
+                // The watch task stopped (shutdown) without a failure.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Cluster brokers hand their leaderships to in-sync replicas before stopping (spec D.2),
     /// waiting (bounded) until this node's image shows it leads only what cannot move.
     async fn controlled_shutdown(&self) {

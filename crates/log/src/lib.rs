@@ -52,7 +52,11 @@ mod config;
 pub mod dir_name;
 mod epoch_cache;
 mod error;
+#[cfg(not(feature = "fault-injection"))]
 mod fault;
+/// Fault injection for tests in other crates (the `fault-injection` feature; never in a release).
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 mod flush;
 mod index;
 mod manager;

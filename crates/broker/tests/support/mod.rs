@@ -110,6 +110,17 @@ impl InProcessBroker {
         }
     }
 
+    /// The failed log the broker's log-dir watch reported within `limit`, if any.
+    pub fn log_dir_failed_within(
+        &self,
+        limit: Duration,
+    ) -> Option<runnel_broker::log_dir_failure::LogDirFailure> {
+        let running = self.running.as_ref()?;
+        self.runtime
+            .block_on(async { tokio::time::timeout(limit, running.log_dir_failed()).await })
+            .ok()
+    }
+
     /// Dispatches a frame without waiting for its answer (a request that asked to wait long).
     pub fn detach(&self, frame: Bytes) -> Outcome {
         let broker = self.broker.clone();
