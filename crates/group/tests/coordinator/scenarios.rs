@@ -301,6 +301,73 @@ fn static_member_rejoins_without_rebalance() {
     assert_eq!(h.c.describe_group("g").state, "PreparingRebalance");
 }
 
+/// Regression (proptest seed a2bef831): a static leader restarts in a Stable group. As in
+/// Kafka's `replaceStaticMember`, the group's leader id moves to the new member id within the
+/// same generation: the restarted member is answered with the old leader id (so it does not
+/// assign), a follower re-joining afterwards is told the new id, and nothing names the old id
+/// as a member any more.
+#[test]
+fn static_leader_restart_renames_leader_within_generation() {
+    let mut h = Harness::new(config());
+    // The static member joins first, so it leads.
+    let (ra, outs) = h.join(static_join("g", "", "i1"));
+    assert!(outs.is_empty());
+    let (b_id, rb, outs) = h.join_new("g", "c2");
+    assert!(outs.is_empty());
+    let mut outs = h.advance(0);
+    outs.extend(h.advance(0));
+    let a = join_of(&outs, ra).unwrap();
+    let b = join_of(&outs, rb).unwrap();
+    assert_eq!((a.error_code, b.error_code), (0, 0));
+    let gen = a.generation_id;
+    let a_id = a.member_id.clone();
+    assert!(a_id.starts_with("i1-"));
+    assert_eq!(a.leader, a_id);
+    assert_eq!(b.leader, a_id);
+    h.complete_sync("g", gen, &a_id, &[a_id.clone(), b_id.clone()]);
+    assert_eq!(h.c.describe_group("g").state, "Stable");
+
+    // The static leader restarts with the same subscription.
+    let (r, outs) = h.join(static_join("g", "", "i1"));
+    let restarted = join_of(&outs, r).unwrap();
+    assert_eq!(restarted.error_code, 0);
+    assert_eq!(restarted.generation_id, gen);
+    assert_eq!(
+        restarted.leader, a_id,
+        "old leader id: no trivial assignment"
+    );
+    let new_id = restarted.member_id.clone();
+    assert_ne!(new_id, a_id);
+    assert_eq!(
+        h.c.generation_and_leader("g").unwrap().1,
+        Some(new_id.clone())
+    );
+    let v = last_group_value(&h.log, "g").unwrap();
+    assert_eq!(v.generation, gen);
+    assert_eq!(v.leader.as_deref(), Some(new_id.as_str()));
+
+    // A follower re-joining with unchanged metadata gets the same generation, led by the
+    // renamed leader.
+    let (r, outs) = h.join(join_request("g", &b_id, "c2"));
+    let follower = join_of(&outs, r).unwrap();
+    assert_eq!(follower.error_code, 0);
+    assert_eq!(follower.generation_id, gen);
+    assert_eq!(follower.leader, new_id);
+    assert!(follower.members.is_empty());
+    let d = h.c.describe_group("g");
+    assert_eq!(d.state, "Stable");
+    assert!(d.members.iter().all(|m| m.member_id != a_id));
+
+    // The old id is fenced; the new one syncs and heartbeats in the same generation.
+    let mut old = sync_request("g", gen, &a_id);
+    old.group_instance_id = Some("i1".into());
+    let (rs, outs) = h.sync(old);
+    assert_eq!(sync_of(&outs, rs).unwrap().error_code, FENCED_INSTANCE_ID);
+    let mut hb = heartbeat_request("g", gen, &new_id);
+    hb.group_instance_id = Some("i1".into());
+    assert_eq!(h.c.heartbeat(h.now, &hb), NONE);
+}
+
 #[test]
 fn static_member_is_kept_through_rebalance_and_expires_by_session() {
     let mut h = Harness::new(config());
