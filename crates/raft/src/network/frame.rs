@@ -107,10 +107,22 @@ pub async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> io::Result<Option
             "frame of {len} bytes exceeds {MAX_FRAME_BYTES}"
         )));
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body).await?;
+    // The buffer grows with the bytes that actually arrive: a peer that sends a large size
+    // prefix and then trickles (or nothing) pins only what it sent, not 16 MiB.
+    let mut body = Vec::with_capacity(len.min(INITIAL_BODY_CAPACITY));
+    let mut rest = r.take(len as u64);
+    rest.read_to_end(&mut body).await?;
+    if body.len() < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("frame truncated: {} of {len} bytes", body.len()),
+        ));
+    }
     Ok(Some(body))
 }
+
+/// What a frame's buffer starts with before its bytes arrive.
+const INITIAL_BODY_CAPACITY: usize = 64 * 1024;
 
 /// Writes an encoded frame and flushes it.
 pub async fn write_frame<W: AsyncWriteExt + Unpin>(w: &mut W, frame: &[u8]) -> io::Result<()> {

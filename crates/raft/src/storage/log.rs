@@ -359,10 +359,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }
-            Err(e) => {
-                callback.log_io_completed(Err(io::Error::new(e.kind(), e.to_string())));
-                Err(io_err(e))
-            }
+            // openraft stops its core on a storage error, which would leave this process
+            // serving a frozen metadata image while it looks alive. The file was rolled back, so
+            // stopping here (as Kafka halts on a metadata log fault) loses nothing: the next
+            // start replays the log and rejoins the quorum.
+            Err(e) => damage::fail_stop(
+                &format!(
+                    "a Raft log append failed and was rolled back in {}",
+                    self.lock().dir.join(LOG_FILE).display()
+                ),
+                &e,
+            ),
         }
     }
 
