@@ -14,13 +14,10 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use runnel_broker::dispatch::SUPPORTED;
-use support::{own_status_kib, panics, InProcessBroker, Outcome};
+use support::{one_record_batch, own_status_kib, panics, InProcessBroker, Outcome};
 
 /// How long a request that asked for no wait may take (debug build, shared machine).
 const CALL_LIMIT: Duration = Duration::from_secs(10);
@@ -236,35 +233,6 @@ fn name(s: &'static str) -> TopicName {
     TopicName(StrBytes::from_static_str(s))
 }
 
-fn one_record_batch() -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 1_700_000_000_000,
-        key: Some(Bytes::from_static(b"k")),
-        value: Some(Bytes::from_static(b"value")),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [record].iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch encodes");
-    buf.freeze()
-}
-
 /// Requests with content for the APIs whose handlers do the most with it.
 fn rich_requests() -> Vec<(ApiKey, Req)> {
     vec![
@@ -279,7 +247,7 @@ fn rich_requests() -> Vec<(ApiKey, Req)> {
                         .with_partition_data(vec![
                             produce_request::PartitionProduceData::default()
                                 .with_index(0)
-                                .with_records(Some(one_record_batch())),
+                                .with_records(Some(one_record_batch(Some(b"k"), b"value"))),
                         ])]),
             ),
         ),

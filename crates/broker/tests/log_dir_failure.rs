@@ -13,11 +13,8 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use runnel_log::fault::{arm_process_wide, Fault};
-use support::{InProcessBroker, Outcome};
+use support::{one_record_batch, InProcessBroker, Outcome};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -52,35 +49,6 @@ fn produce_response(mut response: Bytes, version: i16) -> ProduceResponse {
     ProduceResponse::decode(&mut response, version).expect("produce response")
 }
 
-fn one_batch() -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 1_700_000_000_000,
-        key: None,
-        value: Some(Bytes::from_static(b"must reach the disk")),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [record].iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch encodes");
-    buf.freeze()
-}
-
 fn produce(broker: &InProcessBroker) -> i16 {
     let request = ProduceRequest::default()
         .with_acks(-1)
@@ -90,7 +58,7 @@ fn produce(broker: &InProcessBroker) -> i16 {
             .with_partition_data(vec![
                 produce_request::PartitionProduceData::default()
                     .with_index(0)
-                    .with_records(Some(one_batch())),
+                    .with_records(Some(one_record_batch(None, b"must reach the disk"))),
             ])]);
     let response = produce_response(
         answered(broker.dispatch(frame(ApiKey::Produce, 9, &request), LIMIT)),

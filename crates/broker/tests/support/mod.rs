@@ -141,6 +141,39 @@ impl Drop for InProcessBroker {
     }
 }
 
+/// An uncompressed v2 batch of one record (no producer id).
+pub fn one_record_batch(key: Option<&'static [u8]>, value: &'static [u8]) -> Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: 1_700_000_000_000,
+        key: key.map(Bytes::from_static),
+        value: Some(Bytes::from_static(value)),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        [record].iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("batch encodes");
+    buf.freeze()
+}
+
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM).
 pub fn own_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
