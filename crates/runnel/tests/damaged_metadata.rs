@@ -318,6 +318,11 @@ fn a_broker_with_a_wiped_metadata_dir_keeps_its_partition_data() {
         })
     });
     let mut wire = Wire::connect(&observer.addr);
+    // The image can name broker 4 the leader a moment before its replica serves (a client
+    // retries NOT_LEADER_OR_FOLLOWER): wait until each partition answers, then read it all.
+    wait_until("broker 4 serves its partitions", || {
+        mine.iter().all(|&p| wire.fetch("solo", p, 0, 0).0 == 0)
+    });
     for (&p, vals) in &sent {
         assert_eq!(&values(&wire.fetch_all("solo", p, 0)), vals, "solo-{p}");
     }
