@@ -66,6 +66,7 @@ impl ControllerClient {
         local: Option<ControllerHandle>,
         quorum: Arc<runnel_raft::MetadataQuorum>,
         voters: BTreeMap<i32, String>,
+        cluster_id: &str,
     ) -> Self {
         ControllerClient {
             node_id,
@@ -73,7 +74,7 @@ impl ControllerClient {
             quorum: Some(quorum),
             remote: Some(Remote {
                 voters,
-                transport: Arc::new(TcpTransport::new()),
+                transport: Arc::new(TcpTransport::new(cluster_id)),
             }),
         }
     }

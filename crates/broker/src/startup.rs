@@ -435,11 +435,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                             cluster.controller_listen
                         ))
                     })?;
-            let quorum_config = QuorumConfig::new(
+            let mut quorum_config = QuorumConfig::new(
                 config.node_id,
                 cluster.voters.clone(),
                 data_dir.join("metadata-quorum"),
             );
+            quorum_config.cluster_id = cluster_id.clone();
             let quorum = Arc::new(
                 MetadataQuorum::start(quorum_config, quorum_listener)
                     .await
@@ -485,6 +486,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 local,
                 quorum.clone(),
                 cluster.voters.clone(),
+                &cluster_id,
             );
             tokio::spawn(learn_leader_committed(client.clone(), committed_tx));
             if cluster.broker {

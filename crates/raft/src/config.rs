@@ -26,6 +26,9 @@ pub struct QuorumConfig {
     /// The `host:port` the leader should replicate to when this node is an observer (its
     /// listener's address is used when `None`; voters always use their entry in `voters`).
     pub observer_address: Option<String>,
+    /// The cluster this quorum belongs to: stamped on every frame sent, and frames stamped
+    /// with another id are refused.
+    pub cluster_id: String,
 }
 
 impl QuorumConfig {
@@ -42,6 +45,7 @@ impl QuorumConfig {
             heartbeat_interval_ms: 500,
             snapshot_every: 1000,
             observer_address: None,
+            cluster_id: String::new(),
         }
     }
 

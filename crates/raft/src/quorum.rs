@@ -42,7 +42,8 @@ impl MetadataQuorum {
     /// cluster therefore forms with no manual step, but not before the lowest voter has started
     /// once.
     pub async fn start(config: QuorumConfig, listener: TcpListener) -> Result<Self, QuorumError> {
-        Self::start_with_transport(config, Arc::new(TcpTransport::new()), Some(listener)).await
+        let transport = Arc::new(TcpTransport::new(config.cluster_id.clone()));
+        Self::start_with_transport(config, transport, Some(listener)).await
     }
 
     /// [`MetadataQuorum::start`] with any [`Transport`] (the simulation tests use an in-process
@@ -86,6 +87,7 @@ impl MetadataQuorum {
                 listener,
                 raft.clone(),
                 app.clone(),
+                config.cluster_id.clone(),
             )));
         }
         let voters: BTreeMap<NodeId, Node> = config

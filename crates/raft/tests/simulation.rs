@@ -100,11 +100,11 @@ impl Transport for Endpoint {
                 ));
             };
             let request = roundtrip(&request);
-            let response = match tokio::time::timeout(timeout, handle_request(&raft, request)).await
-            {
-                Ok(r) => r,
-                Err(_) => return Err(TransportError::Timeout(timeout)),
-            };
+            let response =
+                match tokio::time::timeout(timeout, handle_request(&raft, "", request)).await {
+                    Ok(r) => r,
+                    Err(_) => return Err(TransportError::Timeout(timeout)),
+                };
             // The response can be lost too, after the request took effect.
             let Some(delay) = self.net.fate(target, self.me) else {
                 return lost.await;

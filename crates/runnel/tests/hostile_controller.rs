@@ -28,6 +28,23 @@ fn controller_addr(cluster: &Cluster, id: i32) -> String {
         .to_string()
 }
 
+/// The cluster id the nodes wrote to `meta.properties` (every quorum frame carries it).
+fn cluster_id(cluster: &Cluster) -> String {
+    let text = std::fs::read_to_string(cluster.nodes[0].data_dir.join("meta.properties"))
+        .expect("meta.properties");
+    text.lines()
+        .find_map(|l| l.strip_prefix("cluster.id="))
+        .expect("cluster.id in meta.properties")
+        .trim()
+        .to_string()
+}
+
+/// Sends one raw quorum request, stamped with `cluster`, to a controller port; returns the
+/// decoded answer.
+fn stamped_frame(addr: &str, cluster: &str, request: &Value) -> Option<Value> {
+    raw_frame(addr, &json!({ "cluster_id": cluster, "request": request }))
+}
+
 /// Sends one raw JSON frame to a controller port, returns the decoded answer.
 fn raw_frame(addr: &str, body: &Value) -> Option<Value> {
     let mut s = TcpStream::connect(addr).ok()?;
@@ -46,10 +63,12 @@ fn raw_frame(addr: &str, body: &Value) -> Option<Value> {
 /// at the next voter); the controller's answer.
 fn controller_call(cluster: &Cluster, request: Value) -> Value {
     let deadline = Instant::now() + DEADLINE;
+    let id = cluster_id(cluster);
     loop {
         for node in &cluster.nodes {
-            let Some(answer) = raw_frame(
+            let Some(answer) = stamped_frame(
                 &controller_addr(cluster, node.id),
+                &id,
                 &json!({ "App": request.clone() }),
             ) else {
                 continue;
@@ -224,12 +243,36 @@ fn hostile_controller_requests_after_a_failover_are_refused() {
     // leader replaced the address and its replication to the empty newcomer panicked openraft:
     // "follower log reversion", the quorum leader dead).
     let (leader_now, _, _) = quorum(&addr).unwrap();
-    let join = raw_frame(
+    let join = stamped_frame(
         &controller_addr(&cluster, leader_now),
+        &cluster_id(&cluster),
         &json!({"Join": {"node_id": 7, "address": "127.0.0.1:1"}}),
     )
     .expect("Join answered");
     assert!(join["Join"].get("Failed").is_some(), "{join}");
+
+    // A frame of another cluster (or with no cluster id at all) is refused before it is read
+    // (before, any frame was served: a misconfigured node of another cluster could vote here).
+    let foreign = stamped_frame(
+        &controller_addr(&cluster, leader_now),
+        "another-cluster",
+        &json!({"Join": {"node_id": 9, "address": "127.0.0.1:1"}}),
+    )
+    .expect("answered with a refusal");
+    assert!(
+        foreign["Error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("INCONSISTENT_CLUSTER_ID")),
+        "{foreign}"
+    );
+    let unstamped = raw_frame(
+        &controller_addr(&cluster, leader_now),
+        &json!({"Join": {"node_id": 9, "address": "127.0.0.1:1"}}),
+    );
+    assert!(
+        unstamped.is_none(),
+        "an unstamped frame gets no answer: {unstamped:?}"
+    );
 
     // A raw RegisterBroker for live broker 7 with another incarnation: 101, endpoint kept.
     let hijack = controller_call(

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use crate::network::frame::{decode, encode, read_frame, write_frame, RpcRequest, RpcResponse};
+use crate::network::frame::{
+    decode, encode_request, read_frame, write_frame, RpcRequest, RpcResponse,
+};
 use crate::types::NodeId;
 
 /// Why a call produced no response.
@@ -59,11 +61,17 @@ const MAX_IDLE_PER_PEER: usize = 4;
 #[derive(Default)]
 pub struct TcpTransport {
     idle: Mutex<HashMap<String, Vec<TcpStream>>>,
+    /// Stamped on every request ([`crate::network::frame::RequestFrame`]).
+    cluster_id: String,
 }
 
 impl TcpTransport {
-    pub fn new() -> Self {
-        Self::default()
+    /// A transport for the cluster `cluster_id` (its peers refuse frames of another cluster).
+    pub fn new(cluster_id: impl Into<String>) -> Self {
+        TcpTransport {
+            idle: Mutex::default(),
+            cluster_id: cluster_id.into(),
+        }
     }
 
     fn take_idle(&self, address: &str) -> Option<TcpStream> {
@@ -98,7 +106,7 @@ impl TcpTransport {
         address: &str,
         request: RpcRequest,
     ) -> Result<RpcResponse, TransportError> {
-        let frame = encode(&request).map_err(TransportError::Network)?;
+        let frame = encode_request(&self.cluster_id, &request).map_err(TransportError::Network)?;
         if let Some(mut stream) = self.take_idle(address) {
             if let Ok(resp) = Self::exchange(&mut stream, &frame).await {
                 self.put_idle(address, stream);

@@ -39,6 +39,36 @@ pub enum RpcRequest {
     App(serde_json::Value),
 }
 
+/// A request as it travels: stamped with the sender's cluster id, so a node never acts on a
+/// frame from another cluster (Kafka's INCONSISTENT_CLUSTER_ID), e.g. a node whose
+/// `controller.quorum.voters` points at the wrong machines.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RequestFrame {
+    pub cluster_id: String,
+    pub request: RpcRequest,
+}
+
+#[derive(Serialize)]
+struct RequestFrameRef<'a> {
+    cluster_id: &'a str,
+    request: &'a RpcRequest,
+}
+
+/// Encodes `request` as one frame stamped with `cluster_id`.
+pub fn encode_request(cluster_id: &str, request: &RpcRequest) -> io::Result<Vec<u8>> {
+    encode(&RequestFrameRef {
+        cluster_id,
+        request,
+    })
+}
+
+/// The answer to a frame from another cluster (the connection is closed after it).
+pub fn inconsistent_cluster_id(theirs: &str, ours: &str) -> RpcResponse {
+    RpcResponse::Error(format!(
+        "INCONSISTENT_CLUSTER_ID: the frame is from cluster '{theirs}', this node belongs to cluster '{ours}'"
+    ))
+}
+
 /// The answer to an [`RpcRequest`], variant for variant.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum RpcResponse {

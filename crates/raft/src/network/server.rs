@@ -15,7 +15,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use crate::network::frame::{
-    decode, encode, read_frame, write_frame, JoinResponse, RpcRequest, RpcResponse,
+    decode, encode, encode_request, inconsistent_cluster_id, read_frame, write_frame, JoinResponse,
+    RequestFrame, RpcRequest, RpcResponse,
 };
 use crate::types::{Node, NodeId, Raft};
 
@@ -28,12 +29,19 @@ pub type AppHandler = std::sync::Arc<
 /// Where the app handler is installed after the quorum has started.
 pub type AppSlot = std::sync::Arc<std::sync::OnceLock<AppHandler>>;
 
-pub async fn serve_rpc(listener: TcpListener, raft: Raft) {
-    serve_rpc_with_app(listener, raft, AppSlot::default()).await
+pub async fn serve_rpc(listener: TcpListener, raft: Raft, cluster_id: String) {
+    serve_rpc_with_app(listener, raft, AppSlot::default(), cluster_id).await
 }
 
-/// [`serve_rpc`] that also routes [`RpcRequest::App`] to the handler in `app`.
-pub async fn serve_rpc_with_app(listener: TcpListener, raft: Raft, app: AppSlot) {
+/// [`serve_rpc`] that also routes [`RpcRequest::App`] to the handler in `app`. Only frames
+/// stamped with `cluster_id` are served.
+pub async fn serve_rpc_with_app(
+    listener: TcpListener,
+    raft: Raft,
+    app: AppSlot,
+    cluster_id: String,
+) {
+    let cluster_id: std::sync::Arc<str> = cluster_id.into();
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -42,8 +50,9 @@ pub async fn serve_rpc_with_app(listener: TcpListener, raft: Raft, app: AppSlot)
                     let _ = stream.set_nodelay(true);
                     let raft = raft.clone();
                     let app = app.clone();
+                    let cluster_id = cluster_id.clone();
                     connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &raft, &app).await {
+                        if let Err(e) = serve_connection(stream, &raft, &app, &cluster_id).await {
                             tracing::debug!(%peer, error = %e, "quorum connection closed");
                         }
                     });
@@ -63,15 +72,22 @@ async fn serve_connection(
     mut stream: TcpStream,
     raft: &Raft,
     app: &AppSlot,
+    cluster_id: &str,
 ) -> std::io::Result<()> {
     while let Some(body) = read_frame(&mut stream).await? {
-        let request: RpcRequest = decode(&body)?;
-        let response = match request {
+        let frame: RequestFrame = decode(&body)?;
+        if frame.cluster_id != cluster_id {
+            tracing::warn!(theirs = %frame.cluster_id, ours = %cluster_id, "refused a quorum frame from another cluster");
+            let refusal = inconsistent_cluster_id(&frame.cluster_id, cluster_id);
+            write_frame(&mut stream, &encode(&refusal)?).await?;
+            return Ok(());
+        }
+        let response = match frame.request {
             RpcRequest::App(value) => match app.get() {
                 Some(handler) => RpcResponse::App(handler(value).await),
                 None => RpcResponse::Error("this node is not ready for controller requests".into()),
             },
-            other => handle_request(raft, other).await,
+            other => handle_request(raft, cluster_id, other).await,
         };
         write_frame(&mut stream, &encode(&response)?).await?;
     }
@@ -79,7 +95,8 @@ async fn serve_connection(
 }
 
 /// Handles one decoded request with the local Raft node.
-pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
+/// `cluster_id` stamps the frames this handling sends itself (the Join identity probe).
+pub async fn handle_request(raft: &Raft, cluster_id: &str, request: RpcRequest) -> RpcResponse {
     match request {
         RpcRequest::AppendEntries(rpc) => {
             RpcResponse::AppendEntries(raft.append_entries(rpc).await)
@@ -89,7 +106,7 @@ pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
             RpcResponse::InstallSnapshot(raft.install_snapshot(rpc).await)
         }
         RpcRequest::Join { node_id, address } => {
-            RpcResponse::Join(handle_join(raft, node_id, address).await)
+            RpcResponse::Join(handle_join(raft, cluster_id, node_id, address).await)
         }
         RpcRequest::Identify => RpcResponse::Identity {
             node_id: raft.metrics().borrow().id,
@@ -100,9 +117,12 @@ pub async fn handle_request(raft: &Raft, request: RpcRequest) -> RpcResponse {
 
 /// Decodes a frame body, handles it and encodes the response frame: the whole server side for
 /// callers that run their own connection loop.
-pub async fn handle_frame(raft: &Raft, body: &[u8]) -> std::io::Result<Vec<u8>> {
-    let response = match decode::<RpcRequest>(body) {
-        Ok(request) => handle_request(raft, request).await,
+pub async fn handle_frame(raft: &Raft, cluster_id: &str, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let response = match decode::<RequestFrame>(body) {
+        Ok(frame) if frame.cluster_id != cluster_id => {
+            inconsistent_cluster_id(&frame.cluster_id, cluster_id)
+        }
+        Ok(frame) => handle_request(raft, cluster_id, frame.request).await,
         Err(e) => RpcResponse::Error(format!("undecodable request: {e}")),
     };
     encode(&response)
@@ -113,12 +133,15 @@ const IDENTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether a process answering as `node_id` listens at `address` (the observer registered
 /// there is alive). Any failure (refused, timeout, garbage, another id) means no.
-async fn identifies_as(address: &str, node_id: NodeId) -> bool {
+async fn identifies_as(cluster_id: &str, address: &str, node_id: NodeId) -> bool {
     let probe = async {
         let mut stream = TcpStream::connect(address).await.ok()?;
-        write_frame(&mut stream, &encode(&RpcRequest::Identify).ok()?)
-            .await
-            .ok()?;
+        write_frame(
+            &mut stream,
+            &encode_request(cluster_id, &RpcRequest::Identify).ok()?,
+        )
+        .await
+        .ok()?;
         let body = read_frame(&mut stream).await.ok()??;
         match decode::<RpcResponse>(&body).ok()? {
             RpcResponse::Identity { node_id: id } => Some(id == node_id),
@@ -138,7 +161,12 @@ async fn identifies_as(address: &str, node_id: NodeId) -> bool {
 /// process cannot take over a live observer's node id (its log would be empty, and the
 /// leader's replication progress for the old process would see the log "revert"). A moved
 /// learner is removed and added again, so its replication starts from scratch.
-async fn handle_join(raft: &Raft, node_id: NodeId, address: String) -> JoinResponse {
+async fn handle_join(
+    raft: &Raft,
+    cluster_id: &str,
+    node_id: NodeId,
+    address: String,
+) -> JoinResponse {
     let metrics = raft.metrics().borrow().clone();
     let membership = metrics.membership_config.membership().clone();
     if membership.voter_ids().any(|v| v == node_id) {
@@ -153,7 +181,7 @@ async fn handle_join(raft: &Raft, node_id: NodeId, address: String) -> JoinRespo
         return JoinResponse::Joined;
     }
     if let Some(existing) = membership.get_node(&node_id) {
-        if identifies_as(&existing.addr, node_id).await {
+        if identifies_as(cluster_id, &existing.addr, node_id).await {
             return JoinResponse::Failed(format!(
                 "node {node_id} is a live observer at {}; refusing to move it to {address}",
                 existing.addr
