@@ -83,7 +83,7 @@ impl FileMetadataLog {
             path,
             file,
             len: scanned.valid_len,
-            next_offset: records as i64,
+            next_offset: i64::try_from(records).unwrap_or(i64::MAX),
             #[cfg(test)]
             fault: None,
         })

@@ -238,27 +238,7 @@ fn second_live_process_with_the_same_node_id_is_refused() {
     let cluster = Cluster::start(3, &overrides);
     wait_until("a quorum leader", || quorum(&cluster.addr(0)).is_some());
     let dir = tempfile::tempdir().unwrap();
-    let broker_only = |data: &Path| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
-        cmd.args([
-            "broker",
-            "--node-id",
-            "7",
-            "--process-roles",
-            "broker",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--controller-quorum-voters")
-        .arg(&cluster.voters)
-        .arg("--data-dir")
-        .arg(data)
-        .env("RUST_LOG", "warn");
-        for o in overrides {
-            cmd.arg("--override").arg(o);
-        }
-        cmd
-    };
+    let broker_only = |data: &Path| broker_only_command(7, &cluster.voters, data, &overrides);
     let mut first = broker_only(&dir.path().join("a"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())

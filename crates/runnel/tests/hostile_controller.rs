@@ -9,7 +9,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::*;
@@ -172,27 +172,7 @@ fn hostile_controller_requests_after_a_failover_are_refused() {
     wait_until("a quorum leader", || quorum(&cluster.addr(0)).is_some());
     let dir = tempfile::tempdir().unwrap();
     let voters = cluster.voters.clone();
-    let broker_only = |data: &Path| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
-        cmd.args([
-            "broker",
-            "--node-id",
-            "7",
-            "--process-roles",
-            "broker",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--controller-quorum-voters")
-        .arg(&voters)
-        .arg("--data-dir")
-        .arg(data)
-        .env("RUST_LOG", "warn");
-        for o in overrides {
-            cmd.arg("--override").arg(o);
-        }
-        cmd
-    };
+    let broker_only = |data: &Path| broker_only_command(7, &voters, data, &overrides);
     let mut first = broker_only(&dir.path().join("a"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -34,6 +34,8 @@ use crate::partition::Partition;
 
 /// Bytes of a response that are not records, per partition and per topic (an overestimate),
 /// so the records budget keeps the whole response within `i32::MAX`.
+/// The largest response a frame can carry (its size prefix is an INT32).
+const FRAME_MAX: usize = i32::MAX as usize;
 const PARTITION_OVERHEAD: usize = 64;
 const TOPIC_OVERHEAD: usize = 64;
 /// Kafka's -1 UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
@@ -130,8 +132,10 @@ impl Plan {
             }
         }
         let overhead = wanted.len() * PARTITION_OVERHEAD + topics.len() * TOPIC_OVERHEAD;
-        // Both are within i32::MAX: the casts are lossless on 64-bit targets.
-        let max_bytes = (max_bytes as usize).min((i32::MAX as usize).saturating_sub(overhead));
+        // `max_bytes` is clamped to 0..=cap above, so the conversion cannot fail.
+        let max_bytes = usize::try_from(max_bytes)
+            .unwrap_or(0)
+            .min(FRAME_MAX.saturating_sub(overhead));
         let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
         Plan {
             topics,

@@ -298,6 +298,29 @@ impl Drop for Cluster {
     }
 }
 
+/// The command line of a broker-only node `node_id` of the cluster with `voters`, on `data`.
+pub fn broker_only_command(
+    node_id: i32,
+    voters: &str,
+    data: &std::path::Path,
+    overrides: &[&str],
+) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
+    cmd.arg("broker")
+        .arg("--node-id")
+        .arg(node_id.to_string())
+        .args(["--process-roles", "broker", "--listen", "127.0.0.1:0"])
+        .arg("--controller-quorum-voters")
+        .arg(voters)
+        .arg("--data-dir")
+        .arg(data)
+        .env("RUST_LOG", "warn");
+    for o in overrides {
+        cmd.arg("--override").arg(o);
+    }
+    cmd
+}
+
 pub fn metadata(addr: &str) -> Option<MetadataResponse> {
     let mut wire = Wire::try_connect(addr)?;
     wire.try_call(
