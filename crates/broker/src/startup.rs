@@ -1,7 +1,14 @@
 //! Brings a broker up in dependency order and takes it down cleanly.
 //!
-//! Order: data dir and `meta.properties` -> partition logs (recovery) -> metadata log replay ->
-//! image -> replica manager -> controller task -> listener -> broker registration -> serving.
+//! Order (`start`): the file-descriptor limit -> the metadata logs checked for damage, before any
+//! partition directory is opened -> partition logs (recovery) and the replica manager -> the
+//! client listener bound -> `meta.properties` (the cluster id) -> metadata: on a single node, the
+//! file log replayed into the image and the controller task; in a cluster, the quorum listener
+//! and Raft node, the controller task on a voter, registration and heartbeats -> the group
+//! coordinator -> the ISR shrinker, cleaner, producer-state expiry, log-dir failure watch and
+//! housekeeping timers -> serving. The listener is bound before registration because the address
+//! it gets is the one the broker registers.
+//!
 //! Shutdown stops accepting, then flushes every log, writes checkpoints and the clean-shutdown
 //! marker.
 
