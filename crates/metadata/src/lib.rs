@@ -19,6 +19,7 @@ pub mod errors;
 pub mod image;
 pub mod placement;
 pub mod reassignment;
+pub mod record_format;
 pub mod records;
 pub mod replication;
 pub mod state_machine;

@@ -36,7 +36,11 @@ impl ConfigResource {
 }
 
 /// One metadata change. Field meanings follow KRaft's record JSON schemas.
+///
+/// Stored inside a versioned envelope (`record_format`): the derives here write and read only
+/// the record's body (`remote = "Self"` makes them inherent functions the envelope calls).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub enum MetadataRecord {
     /// A broker (re-)registered; `broker_epoch` grows with every registration.
     RegisterBroker {

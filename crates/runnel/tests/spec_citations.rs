@@ -19,7 +19,10 @@ fn repo_root() -> PathBuf {
 fn defined_sections(spec: &str) -> BTreeSet<String> {
     let mut ids = BTreeSet::new();
     for line in spec.lines() {
-        let Some(rest) = line.strip_prefix("## ").or_else(|| line.strip_prefix("### ")) else {
+        let Some(rest) = line
+            .strip_prefix("## ")
+            .or_else(|| line.strip_prefix("### "))
+        else {
             continue;
         };
         if let Some(appendix) = rest.strip_prefix("Appendix ") {
@@ -58,7 +61,11 @@ fn section_id(text: &str) -> Option<(String, &str)> {
         }
     }
     // "spec Each" is prose, not a citation: an id ends at a word boundary.
-    if text[end..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric()) {
+    if text[end..]
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
+    {
         return None;
     }
     Some((text[..end].to_string(), &text[end..]))
@@ -119,7 +126,10 @@ fn every_spec_citation_names_a_section_of_the_document() {
     let root = repo_root();
     let spec = std::fs::read_to_string(root.join(SPEC)).expect("the spec is in the repository");
     let sections = defined_sections(&spec);
-    assert!(sections.contains("E.3") && sections.contains("Appendix 2"), "{sections:?}");
+    assert!(
+        sections.contains("E.3") && sections.contains("Appendix 2"),
+        "{sections:?}"
+    );
 
     let mut files = Vec::new();
     for dir in ["crates", "docs", "tests", "scripts"] {
@@ -132,7 +142,10 @@ fn every_spec_citation_names_a_section_of_the_document() {
     let mut dangling = Vec::new();
     // The document itself and this test talk about citations in the abstract ("spec X.Y").
     let not_citing = [root.join(SPEC), root.join(file!())];
-    for file in files.iter().filter(|f| !not_citing.iter().any(|n| same_file(n, f))) {
+    for file in files
+        .iter()
+        .filter(|f| !not_citing.iter().any(|n| same_file(n, f)))
+    {
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
         };
@@ -143,8 +156,15 @@ fn every_spec_citation_names_a_section_of_the_document() {
             }
         }
     }
-    assert!(total > 50, "only {total} citations found: is the scan broken?");
-    assert!(dangling.is_empty(), "citations of sections {SPEC} lacks:\n{}", dangling.join("\n"));
+    assert!(
+        total > 50,
+        "only {total} citations found: is the scan broken?"
+    );
+    assert!(
+        dangling.is_empty(),
+        "citations of sections {SPEC} lacks:\n{}",
+        dangling.join("\n")
+    );
 }
 
 #[test]
