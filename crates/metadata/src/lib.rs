@@ -15,6 +15,7 @@
 //! ([`errors::ApiError`]); inconsistent records become [`image::ImageError`]s.
 
 pub mod controller;
+pub mod dynamic_broker_config;
 pub mod errors;
 pub mod image;
 pub mod placement;

@@ -155,6 +155,11 @@ fn an_oversized_offset_commit_gets_a_final_error() {
         coordinator(&broker.addr, "big").is_some_and(|(code, _)| code == 0)
     });
     let mut wire = broker.connect();
+    // Commits to partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION (as in Kafka).
+    assert_eq!(wire.create_topic("t", 300, 1, &[]).0, 0);
+    wait_until("topic t in the metadata", || {
+        partition_states(&broker.addr, "t").is_some_and(|ps| ps.len() == 300)
+    });
     let too_long = vec![(0, "m".repeat(4097))];
     let resp: OffsetCommitResponse = wire.call(
         ApiKey::OffsetCommit,

@@ -15,6 +15,7 @@ use runnel_metadata::CreateTopicRequest;
 
 use super::{str_bytes, topic_name};
 use crate::context::{Broker, RequestContext};
+use crate::errors::code;
 use crate::group_manager::{COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
 
 const INVALID_REQUEST: i16 = 42;
@@ -276,36 +277,49 @@ pub async fn leave_group(
         .with_members(members)
 }
 
+/// OffsetCommit. As in Kafka's `KafkaApis.handleOffsetCommitRequest`, a partition the
+/// metadata image does not have (unknown topic, or a partition index past its count) gets
+/// UNKNOWN_TOPIC_OR_PARTITION before the group coordinator is asked, and only the others are
+/// committed; if none is left the coordinator is not consulted at all.
 pub async fn offset_commit(
     broker: &Arc<Broker>,
     request: OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
+    let image = broker.image();
+    let exists = |topic: &str, partition: i32| image.partition(topic, partition).is_some();
     let offsets: Vec<CommitOffset> = request
         .topics
         .iter()
         .flat_map(|t| {
-            t.partitions.iter().map(move |p| CommitOffset {
-                topic: t.name.0.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: if version >= 6 {
-                    p.committed_leader_epoch
-                } else {
-                    -1
-                },
-                metadata: opt(&p.committed_metadata),
-            })
+            t.partitions
+                .iter()
+                .filter(|p| exists(t.name.0.as_str(), p.partition_index))
+                .map(move |p| CommitOffset {
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if version >= 6 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: opt(&p.committed_metadata),
+                })
         })
         .collect();
-    let req = runnel_group::OffsetCommitRequest {
-        group_id: request.group_id.0.to_string(),
-        generation_id: request.generation_id_or_member_epoch,
-        member_id: request.member_id.to_string(),
-        group_instance_id: opt(&request.group_instance_id),
-        offsets,
+    let (top, codes) = if offsets.is_empty() {
+        (code::NONE, Vec::new())
+    } else {
+        let req = runnel_group::OffsetCommitRequest {
+            group_id: request.group_id.0.to_string(),
+            generation_id: request.generation_id_or_member_epoch,
+            member_id: request.member_id.to_string(),
+            group_instance_id: opt(&request.group_instance_id),
+            offsets,
+        };
+        broker.groups.commit(req).await
     };
-    let (top, codes) = broker.groups.commit(req).await;
     let topics = request
         .topics
         .iter()
@@ -314,16 +328,21 @@ pub async fn offset_commit(
                 .partitions
                 .iter()
                 .map(|p| {
-                    let code = codes
-                        .iter()
-                        .find(|(topic, partition, _)| {
-                            topic == t.name.0.as_str() && *partition == p.partition_index
-                        })
-                        .map(|c| c.2)
-                        .unwrap_or(top);
+                    let error_code = if !exists(t.name.0.as_str(), p.partition_index) {
+                        code::UNKNOWN_TOPIC_OR_PARTITION
+                    } else if top != code::NONE {
+                        top
+                    } else {
+                        codes
+                            .iter()
+                            .find(|(topic, partition, _)| {
+                                topic == t.name.0.as_str() && *partition == p.partition_index
+                            })
+                            .map_or(top, |c| c.2)
+                    };
                     offset_commit_response::OffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
-                        .with_error_code(if top != 0 { top } else { code })
+                        .with_error_code(error_code)
                 })
                 .collect();
             offset_commit_response::OffsetCommitResponseTopic::default()

@@ -7,7 +7,8 @@
 //! (2) give each unowned partition (fewest eligible members first) to the eligible member with
 //! the fewest partitions; (3) while some partition's owner has at least two more partitions
 //! than another eligible member, move one from the most loaded such owner (partitions it did
-//! not have before first) to the least loaded eligible member. Each move strictly lowers the
+//! not have before first, then its highest ones, as Kafka's `UniformHomogeneousAssignmentBuilder`
+//! keeps a member's first `quota` partitions) to the least loaded eligible member. Each move strictly lowers the
 //! sum of squared member sizes, so step 3 terminates; it leaves no eligible pair more than one
 //! apart, which for identical subscriptions is balance within one, and it only takes from the
 //! most loaded members, which is the stickiness. Different subscriptions get the same local
@@ -123,10 +124,13 @@ fn next_move(
         if count[from] < 2 {
             return None;
         }
+        // Like Kafka's uniform builders, an over-quota member keeps its first partitions (in
+        // topic and partition order) and gives away its last ones.
         let fresh_first = parts[from]
             .iter()
+            .rev()
             .filter(|k| !sticky.contains(*k))
-            .chain(parts[from].iter().filter(|k| sticky.contains(*k)));
+            .chain(parts[from].iter().rev().filter(|k| sticky.contains(*k)));
         for key in fresh_first {
             if let Some(to) = least_loaded(&eligible[&key.0], count) {
                 if count[to] + 1 < count[from] {
@@ -200,6 +204,32 @@ mod tests {
         assert_eq!(out["b"][&t(2)].len(), 4);
         // b carries all of t2, so a gets all of t1.
         assert_eq!(out["a"][&t(1)].len(), 4);
+    }
+
+    /// librdkafka's 0113_cooperative_rebalance `x_incremental_rebalances` against Kafka: 6
+    /// partitions, members joining one at a time. Each over-quota member keeps its lowest
+    /// partitions: {0..5} -> {0,1,2}+{3,4,5} -> {0,1}+{3,4}+{2,5}. Caught: the balancing step
+    /// gave away the lowest partitions first, so c0 ended with {3,4,5} after the second join.
+    #[test]
+    fn incremental_joins_keep_the_first_partitions_like_kafka() {
+        let e = Assignment::new();
+        let all: Assignment = BTreeMap::from([(t(1), (0..6).collect())]);
+        let parts = BTreeMap::from([(t(1), 6)]);
+        let two = assign(&[spec("c0", &[1], &all), spec("c1", &[1], &e)], &parts);
+        let set = |ps: &[i32]| BTreeMap::from([(t(1), ps.iter().copied().collect())]);
+        assert_eq!(two["c0"], set(&[0, 1, 2]));
+        assert_eq!(two["c1"], set(&[3, 4, 5]));
+        let three = assign(
+            &[
+                spec("c0", &[1], &two["c0"]),
+                spec("c1", &[1], &two["c1"]),
+                spec("c2", &[1], &e),
+            ],
+            &parts,
+        );
+        assert_eq!(three["c0"], set(&[0, 1]));
+        assert_eq!(three["c1"], set(&[3, 4]));
+        assert_eq!(three["c2"], set(&[2, 5]));
     }
 
     #[test]

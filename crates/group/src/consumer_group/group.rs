@@ -114,13 +114,14 @@ impl ConsumerGroup {
         Some(m)
     }
 
-    /// Resolves the members' regexes against `topics` (compiling only new patterns) and
-    /// returns the subscription metadata they have now (a change bumps the group epoch).
+    /// The subscription metadata the members have now (a change bumps the group epoch): the
+    /// existing topics they name, and those their regexes matched at the last refresh. A
+    /// pattern new to the group matches nothing until [`refresh_regexes`](Self::refresh_regexes).
     pub fn compute_subscription_metadata(
         &mut self,
         topics: &TopicsView,
     ) -> BTreeMap<String, (Uuid, i32)> {
-        self.regexes.refresh(self.members.values(), topics);
+        self.regexes.track(self.members.values());
         let mut out = BTreeMap::new();
         for m in self.members.values() {
             for name in subscription::topics_of(m, &self.regexes) {
@@ -130,6 +131,24 @@ impl ConsumerGroup {
             }
         }
         out
+    }
+
+    /// The background step of regex subscriptions (Kafka's `refreshRegularExpressions` and
+    /// `handleRegularExpressionsResult`): when due, resolves the group's regexes and bumps the
+    /// group epoch if that changes what the group subscribes to; the next heartbeat of any
+    /// member computes the new target.
+    pub fn refresh_regexes(&mut self, now_ms: i64, topics: &TopicsView) {
+        self.regexes.track(self.members.values());
+        if !self.regexes.refresh_due(now_ms, topics) {
+            return;
+        }
+        self.regexes.refresh(now_ms, topics);
+        let metadata = self.compute_subscription_metadata(topics);
+        if metadata != self.subscription_metadata {
+            self.subscription_metadata = metadata;
+            self.group_epoch = self.group_epoch.saturating_add(1);
+            tracing::info!(group = %self.id, epoch = self.group_epoch, "regexes resolved: bumped group epoch");
+        }
     }
 
     /// Ids of the existing topics `m` subscribes to (regexes as last resolved).

@@ -1,6 +1,7 @@
 //! `tick`: the deadlines Kafka keeps in its timer wheel. A member whose session expired, or
 //! that was asked to revoke partitions and did not confirm within its rebalance timeout, is
 //! fenced, so one dead or stuck client cannot hold partitions away from the rest forever.
+//! It is also the background step that resolves regex subscriptions (see `subscription`).
 
 use super::api::TopicsView;
 use super::leave::fence_member;
@@ -12,6 +13,7 @@ impl ConsumerGroups {
     /// everything due).
     pub fn tick(&mut self, now_ms: i64, topics: &TopicsView) {
         for g in self.groups.values_mut() {
+            g.refresh_regexes(now_ms, topics);
             let due: Vec<String> = g
                 .members
                 .values()

@@ -187,14 +187,18 @@ impl Harness {
 
 /// A client as librdkafka runs one: joins with epoch 0, then heartbeats with its epoch and
 /// owned partitions; takes the response's assignment as what it owns (revoking at once);
-/// rejoins after FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID.
+/// rejoins after FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID. A subscription change is sent once,
+/// on the next heartbeat (names, and the regex or "" to clear it), then omitted as unchanged.
 #[derive(Debug, Clone)]
 pub struct Client {
     pub group: String,
     pub member_id: String,
     pub topics: Vec<String>,
+    pub regex: Option<String>,
     pub epoch: i32,
     pub owned: Assignment,
+    /// The next heartbeat must carry the subscription (librdkafka's SEND_NEW_SUBSCRIPTION).
+    pub subscription_changed: bool,
 }
 
 impl Client {
@@ -203,28 +207,49 @@ impl Client {
             group: group.into(),
             member_id: member_id.into(),
             topics: topics.iter().map(|t| t.to_string()).collect(),
+            regex: None,
             epoch: 0,
             owned: Assignment::new(),
+            subscription_changed: false,
         }
+    }
+
+    /// `rd_kafka_subscribe` while in the group: the change goes out with the next heartbeat.
+    pub fn subscribe(&mut self, topics: &[String], regex: Option<&str>) {
+        self.topics = topics.to_vec();
+        self.regex = regex.map(str::to_string);
+        self.subscription_changed = true;
+    }
+
+    /// The heartbeat this client sends next.
+    pub fn next_request(&self, ack: bool) -> ConsumerHeartbeat {
+        if self.epoch == 0 {
+            let topics: Vec<&str> = self.topics.iter().map(String::as_str).collect();
+            return ConsumerHeartbeat {
+                subscribed_topic_regex: self.regex.clone(),
+                ..join_req(&self.group, &self.member_id, &topics)
+            };
+        }
+        let mut req = hb_req(
+            &self.group,
+            &self.member_id,
+            self.epoch,
+            ack.then_some(&self.owned),
+        );
+        if self.subscription_changed {
+            req.subscribed_topic_names = Some(self.topics.clone());
+            req.subscribed_topic_regex = Some(self.regex.clone().unwrap_or_default());
+        }
+        req
     }
 
     /// One heartbeat; `ack` = report owned partitions (else send null). Returns the response.
     pub fn poll(&mut self, h: &mut Harness, ack: bool) -> ConsumerHeartbeatResponse {
-        let req = if self.epoch == 0 {
-            let topics: Vec<&str> = self.topics.iter().map(String::as_str).collect();
-            join_req(&self.group, &self.member_id, &topics)
-        } else {
-            hb_req(
-                &self.group,
-                &self.member_id,
-                self.epoch,
-                ack.then_some(&self.owned),
-            )
-        };
-        let r = h.send(req);
+        let r = h.send(self.next_request(ack));
         match r.error_code {
             0 => {
                 self.epoch = r.member_epoch;
+                self.subscription_changed = false;
                 if let Some(a) = &r.assignment {
                     self.owned = from_wire(a);
                 }

@@ -306,6 +306,10 @@ fn static_member_restart_keeps_its_partitions_without_a_rebalance() {
     assert_eq!(ids, vec!["a2".to_string(), "b1".to_string()]);
 }
 
+/// Regexes are resolved in the background (Kafka resolves them asynchronously): the join that
+/// brings a new regex gets nothing for it; the tick that resolves it bumps the group epoch and
+/// the next heartbeat gets the matched topics. A topic created later that matches is picked up
+/// by the next refresh.
 #[test]
 fn regex_subscription_follows_matching_topics() {
     let mut h = Harness::new(config());
@@ -316,15 +320,60 @@ fn regex_subscription_follows_matching_topics() {
         subscribed_topic_regex: Some("orders-.*".into()),
         ..join_req("g", "m1", &[])
     });
+    assert_eq!(r.error_code, 0);
+    assert_eq!(r.assignment, Some(vec![]));
+    let epoch = r.member_epoch;
+    h.tick(100);
+    let r = h.hb("g", "m1", epoch, Some(&Assignment::new()));
+    assert_eq!(r.member_epoch, epoch + 1);
     assert_eq!(r.assignment, Some(wire(&h.asg(&[("orders-eu", &[0, 1])]))));
     h.topic("orders-us", 1);
-    let r = h.hb("g", "m1", 1, None);
-    assert_eq!(r.member_epoch, 2);
+    h.tick(10_001);
+    let r = h.hb("g", "m1", epoch + 1, None);
+    assert_eq!(r.member_epoch, epoch + 2);
     assert_eq!(count(&from_wire(r.assignment.as_ref().unwrap())), 3);
     let d = h.describe("g");
     assert_eq!(
         d.members[0].subscribed_topic_regex.as_deref(),
         Some("orders-.*")
+    );
+}
+
+/// librdkafka's 0045_resubscribe_with_regex: a member subscribed to a literal topic switches
+/// to a regex plus another literal topic; the first answer assigns the literal topic alone
+/// (the regex is not resolved yet), the regex's topics follow after the background refresh.
+/// Caught: the regex was resolved inside the heartbeat, so all 10 partitions came at once.
+#[test]
+fn a_resubscribe_to_a_regex_gets_the_literal_topic_first() {
+    let mut h = Harness::new(config());
+    h.topic("topic_regex1", 4);
+    h.topic("topic_regex2", 4);
+    h.topic("topic_a", 2);
+    let mut c = Client::new("g", "m1", &["topic_regex1"]);
+    c.poll(&mut h, true);
+    c.poll(&mut h, true);
+    assert_eq!(c.owned, h.asg(&[("topic_regex1", &[0, 1, 2, 3])]));
+    let r = h.send(ConsumerHeartbeat {
+        subscribed_topic_names: Some(vec!["topic_a".into()]),
+        subscribed_topic_regex: Some("^.*topic_regex.*".into()),
+        ..hb_req("g", "m1", c.epoch, Some(&c.owned))
+    });
+    assert_eq!(r.error_code, 0);
+    // Revoke topic_regex1 first (it is not subscribed until the regex resolves).
+    assert_eq!(r.assignment, Some(vec![]));
+    c.owned.clear();
+    c.poll(&mut h, true);
+    assert_eq!(c.owned, h.asg(&[("topic_a", &[0, 1])]));
+    h.tick(100);
+    c.poll(&mut h, true);
+    c.poll(&mut h, true);
+    assert_eq!(
+        c.owned,
+        h.asg(&[
+            ("topic_a", &[0, 1]),
+            ("topic_regex1", &[0, 1, 2, 3]),
+            ("topic_regex2", &[0, 1, 2, 3])
+        ])
     );
 }
 
@@ -369,4 +418,62 @@ fn describe_unknown_group_and_request_order() {
     assert_eq!((d[1].group_id.as_str(), d[1].error_code), ("g", 0));
     assert_eq!(h.c.delete("g"), 68);
     assert_eq!(h.c.delete("nope"), 69);
+}
+
+/// librdkafka's 0045_subscribe_update "many updates", at the coordinator: one member moves its
+/// subscription over a sliding window of five of 36 topics, every seventh time unsubscribing
+/// right after (leave with -1, rejoin with epoch 0 on the next subscribe), each change sent on
+/// the heartbeat after it and then omitted as unchanged, sometimes before the previous
+/// revocation was acknowledged. Every heartbeat is answered without error and the member
+/// converges to exactly its last window within one rebalance timeout of heartbeats.
+#[test]
+fn many_subscription_updates_converge_to_the_last_subscription() {
+    let mut h = Harness::new(config());
+    let topics: Vec<String> = (0..36).map(|i| format!("topic{i}")).collect();
+    for t in &topics {
+        h.topic(t, 4);
+    }
+    let mut c = Client::new("g", "m1", &[]);
+    let mut in_group = false;
+    for i in 0..topics.len() {
+        let window: Vec<String> = topics[i..(i + 5).min(topics.len())].to_vec();
+        if in_group {
+            c.subscribe(&window, None);
+            // The change goes out before the member acknowledged anything of the previous one.
+            let r = c.poll(&mut h, false);
+            assert_eq!(r.error_code, 0, "update {i}: {r:?}");
+        } else {
+            c.topics = window.clone();
+            c.regex = None;
+            let r = c.poll(&mut h, true);
+            assert_eq!(r.error_code, 0, "rejoin {i}: {r:?}");
+            in_group = true;
+        }
+        let unsubscribed = i % 7 == 0;
+        if unsubscribed {
+            assert_eq!(c.leave(&mut h).error_code, 0);
+            in_group = false;
+        }
+        if i % 5 == 0 || i == topics.len() - 1 {
+            let want: Assignment = if unsubscribed {
+                Assignment::new()
+            } else {
+                window.iter().map(|t| (h.id(t), (0..4).collect())).collect()
+            };
+            let mut waited = 0;
+            while c.owned != want {
+                assert!(
+                    waited <= REBALANCE_TIMEOUT,
+                    "update {i}: no convergence, owns {} of {}",
+                    count(&c.owned),
+                    count(&want)
+                );
+                h.tick(100);
+                waited += 100;
+                if in_group {
+                    assert_eq!(c.poll(&mut h, true).error_code, 0);
+                }
+            }
+        }
+    }
 }

@@ -199,13 +199,13 @@ fn list_def(
 /// are the synonym of a topic key (the defaults every topic without an override follows, e.g.
 /// `log.retention.ms`, `unclean.leader.election.enable`, `min.insync.replicas`), and must then
 /// hold a value of that key's type and range (`log.retention.hours=abc` would otherwise poison
-/// every topic's effective config). Other properties (listeners, directories, ids, ...) only
-/// take effect at startup, so setting them at runtime is refused as Kafka refuses its static
-/// properties.
+/// every topic's effective config). Kafka's other dynamic broker properties are decided by
+/// `dynamic_broker_config`; static ones (listeners' ports, directories, ids, ...) are refused
+/// there as Kafka refuses them.
 fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(), ApiError> {
     match resource {
         ConfigResource::Topic(_) => validate_topic_config(key, value),
-        ConfigResource::Broker(_) => {
+        ConfigResource::Broker(name) => {
             if key.is_empty() {
                 return Err(ApiError::invalid_config("Empty config name."));
             }
@@ -213,9 +213,11 @@ fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(),
                 Some((def, _)) => crate::topic_config::parse_value(def, value)
                     .map(|_| ())
                     .map_err(|e| ApiError::invalid_config(e.message.replacen(def.name, key, 1))),
-                None => Err(ApiError::invalid_request(format!(
-                    "Cannot update these configs dynamically: Set({key})"
-                ))),
+                None => crate::dynamic_broker_config::validate_dynamic_broker_property(
+                    key,
+                    value,
+                    !name.is_empty(),
+                ),
             }
         }
     }
