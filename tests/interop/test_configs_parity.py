@@ -12,9 +12,9 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from clients import OP_TIMEOUT, admin, create_topic, expect_error, kp_kwargs, unique_topic
-from cluster import Cluster
+from cluster import Cluster, free_port
 from conftest import _use
-from harness import wait_until
+from harness import Broker, wait_until
 
 GROUP = ConfigResource.Type.GROUP
 
@@ -69,12 +69,31 @@ def test_every_config_has_its_type_kafka_python(broker):
         kp.close()
 
 
-def test_advertised_listeners_confluent(broker_factory):
-    b = broker_factory(extra_args=["--advertise", "localhost:19092"])
-    cfg = _ck_describe(admin(b.bootstrap), ConfigResource.Type.BROKER, "1")
-    assert cfg["advertised.listeners"].value == "PLAINTEXT://localhost:19092"
-    assert cfg["advertised.listeners"].source == ConfigSource.STATIC_BROKER_CONFIG.value
-    assert cfg["listeners"].value == f"PLAINTEXT://{b.bootstrap}"
+class _FixedPortBroker(Broker):
+    """A broker on a chosen port, so --advertise can name it under another host name."""
+
+    def __init__(self, port, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fixed_port = port
+
+    def command(self):
+        return [f"127.0.0.1:{self.fixed_port}" if a == "127.0.0.1:0" else a for a in super().command()]
+
+
+def test_advertised_listeners_confluent(tmp_path, request):
+    port = free_port()
+    b = _FixedPortBroker(port, tmp_path / "data", tmp_path / "broker.log",
+                         extra_args=["--advertise", f"localhost:{port}"])
+    _use(request, b)
+    b.start()
+    try:
+        cfg = _ck_describe(admin(b.bootstrap), ConfigResource.Type.BROKER, "1")
+        assert cfg["advertised.listeners"].value == f"PLAINTEXT://localhost:{port}"
+        assert cfg["advertised.listeners"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+        assert cfg["listeners"].value == f"PLAINTEXT://127.0.0.1:{port}"
+        assert cfg["listeners"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    finally:
+        b.stop()
 
 
 def test_subtract_to_the_empty_list(broker):
@@ -174,8 +193,8 @@ def test_group_configs_replicate_through_the_quorum(tmp_path, request):
     try:
         cluster.wait_all_brokers(admin(cluster.bootstrap))
         group = unique_topic("cfg-quorum")
-        _ck_incremental(admin(cluster.node(1).address), GROUP, group,
-                        _set("consumer.session.timeout.ms", "55000")).result(OP_TIMEOUT)
+        first = admin(cluster.node(1).address)
+        _ck_incremental(first, GROUP, group, _set("consumer.session.timeout.ms", "55000")).result(OP_TIMEOUT)
         for node_id in (2, 3):
             adm = admin(cluster.node(node_id).address)
             wait_until(lambda: _ck_describe(adm, GROUP, group)["consumer.session.timeout.ms"].value == "55000",

@@ -150,7 +150,10 @@ const BOUNDS: &[(&str, &str, i64, &str, i64)] = &[
 
 /// (session timeout key, heartbeat interval key): the first must exceed the second.
 const SESSION_OVER_HEARTBEAT: &[(&str, &str)] = &[
-    ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+    (
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+    ),
     ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
 ];
 
@@ -162,7 +165,10 @@ fn broker_i64(defaults: &BrokerDefaults, property: &str, fallback: i64) -> i64 {
 }
 
 /// Every key's value in force: the override, else the broker's synonym, else Kafka's default.
-fn values(overrides: &BTreeMap<String, String>, defaults: &BrokerDefaults) -> Vec<(&'static TopicConfigDef, String, ConfigSource)> {
+fn values(
+    overrides: &BTreeMap<String, String>,
+    defaults: &BrokerDefaults,
+) -> Vec<(&'static TopicConfigDef, String, ConfigSource)> {
     GROUP_CONFIGS
         .iter()
         .map(|def| match overrides.get(def.name) {

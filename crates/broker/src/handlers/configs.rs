@@ -60,7 +60,9 @@ fn topic_key_info(name: &str) -> KeyInfo {
 }
 
 fn broker_key_info(name: &str) -> KeyInfo {
-    broker_config_info(name).map_or((UNKNOWN_TYPE, None), |(ty, doc)| (ty.describe_id(), Some(doc)))
+    broker_config_info(name).map_or((UNKNOWN_TYPE, None), |(ty, doc)| {
+        (ty.describe_id(), Some(doc))
+    })
 }
 
 fn group_key_info(name: &str) -> KeyInfo {
@@ -98,7 +100,15 @@ fn entry(
 }
 
 fn described(c: &ConfigEntry, info: KeyInfo, include: Include) -> DescribeConfigsResourceResult {
-    entry(&c.name, c.value.as_deref(), c.source.id(), c.read_only, c.sensitive, info, include)
+    entry(
+        &c.name,
+        c.value.as_deref(),
+        c.source.id(),
+        c.read_only,
+        c.sensitive,
+        info,
+        include,
+    )
 }
 
 fn failed(result: DescribeConfigsResult, error: i16, message: String) -> DescribeConfigsResult {
@@ -147,11 +157,12 @@ fn describe_resource(
                 let message = format!("Topic '{name}' does not exist.");
                 return failed(result, code::UNKNOWN_TOPIC_OR_PARTITION, message);
             }
-            let configs = describe_topic_configs(&image.topic_overrides(name), &broker.broker_defaults())
-                .into_iter()
-                .filter(|c| wanted(&c.name))
-                .map(|c| described(&c, topic_key_info(&c.name), include))
-                .collect();
+            let configs =
+                describe_topic_configs(&image.topic_overrides(name), &broker.broker_defaults())
+                    .into_iter()
+                    .filter(|c| wanted(&c.name))
+                    .map(|c| described(&c, topic_key_info(&c.name), include))
+                    .collect();
             result.with_configs(configs)
         }
         // The cluster-wide default resource holds only dynamic defaults (as in Kafka).
@@ -161,7 +172,15 @@ fn describe_resource(
                 .iter()
                 .filter(|(k, _)| wanted(k))
                 .map(|(k, v)| {
-                    entry(k, Some(v), DYNAMIC_DEFAULT_BROKER_CONFIG, false, false, broker_key_info(k), include)
+                    entry(
+                        k,
+                        Some(v),
+                        DYNAMIC_DEFAULT_BROKER_CONFIG,
+                        false,
+                        false,
+                        broker_key_info(k),
+                        include,
+                    )
                 })
                 .collect();
             result.with_configs(configs)
@@ -177,16 +196,25 @@ fn describe_resource(
         }
         GROUP => {
             if name.is_empty() {
-                return failed(result, code::INVALID_REQUEST, "Group name must not be empty".into());
+                return failed(
+                    result,
+                    code::INVALID_REQUEST,
+                    "Group name must not be empty".into(),
+                );
             }
-            let configs = describe_group_configs(&image.group_configs(name), &broker.broker_defaults())
-                .into_iter()
-                .filter(|c| wanted(&c.name))
-                .map(|c| described(&c, group_key_info(&c.name), include))
-                .collect();
+            let configs =
+                describe_group_configs(&image.group_configs(name), &broker.broker_defaults())
+                    .into_iter()
+                    .filter(|c| wanted(&c.name))
+                    .map(|c| described(&c, group_key_info(&c.name), include))
+                    .collect();
             result.with_configs(configs)
         }
-        other => failed(result, code::INVALID_REQUEST, format!("Unsupported resource type {other}")),
+        other => failed(
+            result,
+            code::INVALID_REQUEST,
+            format!("Unsupported resource type {other}"),
+        ),
     }
 }
 
@@ -213,22 +241,53 @@ fn describe_this_broker(
         .map(|(k, v, explicit)| {
             let info = broker_key_info(k);
             if let Some(d) = own.get(k.as_str()) {
-                entry(k, Some(d), DYNAMIC_BROKER_CONFIG, false, false, info, include)
+                entry(
+                    k,
+                    Some(d),
+                    DYNAMIC_BROKER_CONFIG,
+                    false,
+                    false,
+                    info,
+                    include,
+                )
             } else if let Some(d) = cluster.get(k.as_str()) {
-                entry(k, Some(d), DYNAMIC_DEFAULT_BROKER_CONFIG, false, false, info, include)
+                entry(
+                    k,
+                    Some(d),
+                    DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    false,
+                    false,
+                    info,
+                    include,
+                )
             } else {
-                let source = if *explicit { STATIC_BROKER_CONFIG } else { DEFAULT_CONFIG };
+                let source = if *explicit {
+                    STATIC_BROKER_CONFIG
+                } else {
+                    DEFAULT_CONFIG
+                };
                 entry(k, Some(v), source, true, false, info, include)
             }
         })
         .collect();
     // Dynamic keys the static table does not list.
-    for (source, map) in [(DYNAMIC_BROKER_CONFIG, &own), (DYNAMIC_DEFAULT_BROKER_CONFIG, &cluster)] {
+    for (source, map) in [
+        (DYNAMIC_BROKER_CONFIG, &own),
+        (DYNAMIC_DEFAULT_BROKER_CONFIG, &cluster),
+    ] {
         for (k, v) in map.iter().filter(|(k, _)| wanted(k)) {
             let known = listed.iter().any(|(l, _, _)| l == k)
                 || configs.iter().any(|c| c.name.as_str() == k.as_str());
             if !known {
-                configs.push(entry(k, Some(v), source, false, false, broker_key_info(k), include));
+                configs.push(entry(
+                    k,
+                    Some(v),
+                    source,
+                    false,
+                    false,
+                    broker_key_info(k),
+                    include,
+                ));
             }
         }
     }
@@ -248,10 +307,18 @@ fn identity_and_listeners(broker: &Broker, image: &MetadataImage) -> Vec<(String
         (Some(bound), 0, None) => bound.clone(),
         _ => config.listen.to_string(),
     };
-    let advertised = config.advertise.clone().or(registered).unwrap_or_else(|| listen.clone());
+    let advertised = config
+        .advertise
+        .clone()
+        .or(registered)
+        .unwrap_or_else(|| listen.clone());
     let id = broker.node_id.to_string();
     vec![
-        ("advertised.listeners".into(), format!("PLAINTEXT://{advertised}"), config.advertise.is_some()),
+        (
+            "advertised.listeners".into(),
+            format!("PLAINTEXT://{advertised}"),
+            config.advertise.is_some(),
+        ),
         ("broker.id".into(), id.clone(), true),
         ("listeners".into(), format!("PLAINTEXT://{listen}"), true),
         ("node.id".into(), id, true),

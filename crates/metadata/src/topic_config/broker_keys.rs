@@ -93,7 +93,10 @@ pub fn broker_config_info(property: &str) -> Option<(ConfigType, &'static str)> 
     // A topic key's synonym in another unit family (log.retention.ms, log.roll.jitter.hours...).
     topic_config_for_broker_property(property).map(|(def, synonym)| {
         let ty = if synonym.multiplier == 1 { def.ty } else { Int };
-        (ty, "The broker-wide default of the topic config this property is a synonym of.")
+        (
+            ty,
+            "The broker-wide default of the topic config this property is a synonym of.",
+        )
     })
 }
 
@@ -109,10 +112,22 @@ mod tests {
 
     #[test]
     fn synonyms_take_the_topic_keys_type() {
-        assert_eq!(broker_config_info("log.retention.ms").map(|i| i.0), Some(Long));
-        assert_eq!(broker_config_info("log.retention.minutes").map(|i| i.0), Some(Int));
-        assert_eq!(broker_config_info("log.cleaner.min.cleanable.ratio").map(|i| i.0), Some(Double));
-        assert_eq!(broker_config_info("offsets.topic.replication.factor").map(|i| i.0), Some(Short));
+        assert_eq!(
+            broker_config_info("log.retention.ms").map(|i| i.0),
+            Some(Long)
+        );
+        assert_eq!(
+            broker_config_info("log.retention.minutes").map(|i| i.0),
+            Some(Int)
+        );
+        assert_eq!(
+            broker_config_info("log.cleaner.min.cleanable.ratio").map(|i| i.0),
+            Some(Double)
+        );
+        assert_eq!(
+            broker_config_info("offsets.topic.replication.factor").map(|i| i.0),
+            Some(Short)
+        );
         assert_eq!(broker_config_info("no.such.property"), None);
     }
 }

@@ -52,7 +52,11 @@ mod tests {
     #[test]
     fn every_topic_key_is_documented() {
         for def in TOPIC_CONFIGS {
-            assert!(topic_config_doc(def.name).is_some(), "{} has no documentation", def.name);
+            assert!(
+                topic_config_doc(def.name).is_some(),
+                "{} has no documentation",
+                def.name
+            );
         }
     }
 }

@@ -12,8 +12,8 @@ mod validate;
 
 pub use broker_keys::broker_config_info;
 pub use defaults::BrokerDefaults;
-pub use docs::topic_config_doc;
 pub use describe::{describe_topic_configs, ConfigEntry, ConfigSource};
+pub use docs::topic_config_doc;
 pub use effective::{effective_topic_config, EffectiveTopicConfig};
 pub use keys::{
     topic_config_def, topic_config_for_broker_property, ConfigType, Synonym, TopicConfigDef,

@@ -11,23 +11,38 @@ use runnel_metadata::*;
 use crate::common::*;
 
 fn broker(kv: &[(&str, &str)]) -> BrokerDefaults {
-    BrokerDefaults::new(kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    BrokerDefaults::new(
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
 }
 
 fn overrides(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
-    kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    kv.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn set(h: &mut Harness, group: &str, kv: &[(&str, Option<&str>)]) -> Result<(), ApiError> {
     let ops: Vec<_> = kv
         .iter()
         .map(|(k, v)| {
-            let op = if v.is_some() { AlterConfigOp::Set } else { AlterConfigOp::Delete };
+            let op = if v.is_some() {
+                AlterConfigOp::Set
+            } else {
+                AlterConfigOp::Delete
+            };
             (k.to_string(), op, v.map(String::from))
         })
         .collect();
-    let (r, recs) =
-        h.controller.alter_configs(&h.image, &ConfigResource::Group(group.into()), &ops, true, false);
+    let (r, recs) = h.controller.alter_configs(
+        &h.image,
+        &ConfigResource::Group(group.into()),
+        &ops,
+        true,
+        false,
+    );
     if r.is_ok() {
         h.commit(recs);
     }
@@ -52,28 +67,56 @@ fn keys_are_kafkas_and_sorted() {
     for def in GROUP_CONFIGS {
         assert!(group_config_doc(def.name).is_some(), "{}", def.name);
     }
-    assert_eq!(validate_group_configs(&BTreeMap::new(), &broker(&[])), Ok(()));
+    assert_eq!(
+        validate_group_configs(&BTreeMap::new(), &broker(&[])),
+        Ok(())
+    );
 }
 
 #[test]
 fn describe_reports_the_broker_value_as_default_and_overrides_as_group() {
     let d = broker(&[("group.consumer.session.timeout.ms", "50000")]);
-    let entries = describe_group_configs(&overrides(&[("consumer.heartbeat.interval.ms", "6000")]), &d);
+    let entries = describe_group_configs(
+        &overrides(&[("consumer.heartbeat.interval.ms", "6000")]),
+        &d,
+    );
     let get = |n: &str| entries.iter().find(|e| e.name == n).unwrap();
     let session = get("consumer.session.timeout.ms");
-    assert_eq!((session.value.as_deref(), session.source), (Some("50000"), ConfigSource::Default));
+    assert_eq!(
+        (session.value.as_deref(), session.source),
+        (Some("50000"), ConfigSource::Default)
+    );
     let hb = get("consumer.heartbeat.interval.ms");
-    assert_eq!((hb.value.as_deref(), hb.source), (Some("6000"), ConfigSource::Group));
+    assert_eq!(
+        (hb.value.as_deref(), hb.source),
+        (Some("6000"), ConfigSource::Group)
+    );
     assert_eq!(ConfigSource::Group.id(), 8);
-    assert_eq!(get("share.auto.offset.reset").value.as_deref(), Some("latest"));
+    assert_eq!(
+        get("share.auto.offset.reset").value.as_deref(),
+        Some("latest")
+    );
 }
 
 #[test]
 fn alter_validates_like_kafkas_group_config() {
     let mut h = Harness::with_brokers(&[1]);
-    set(&mut h, "g", &[("consumer.session.timeout.ms", Some("50000"))]).unwrap();
-    assert_eq!(h.image.group_configs("g"), overrides(&[("consumer.session.timeout.ms", "50000")]));
-    let stored = h.image.configs.keys().find(|r| matches!(r, ConfigResource::Group(_))).unwrap();
+    set(
+        &mut h,
+        "g",
+        &[("consumer.session.timeout.ms", Some("50000"))],
+    )
+    .unwrap();
+    assert_eq!(
+        h.image.group_configs("g"),
+        overrides(&[("consumer.session.timeout.ms", "50000")])
+    );
+    let stored = h
+        .image
+        .configs
+        .keys()
+        .find(|r| matches!(r, ConfigResource::Group(_)))
+        .unwrap();
     assert_eq!((stored.resource_type(), stored.name()), (32, "g"));
 
     let cases: &[(&[(&str, Option<&str>)], i16, &str)] = &[
@@ -96,18 +139,36 @@ fn alter_validates_like_kafkas_group_config() {
         assert_eq!(e.code, *want_code, "{ops:?}: {}", e.message);
         assert!(e.message.contains(want), "{ops:?}: {}", e.message);
     }
-    assert_eq!(h.image.group_configs("g"), overrides(&[("consumer.session.timeout.ms", "50000")]));
+    assert_eq!(
+        h.image.group_configs("g"),
+        overrides(&[("consumer.session.timeout.ms", "50000")])
+    );
 
-    let e = set(&mut h, "", &[("consumer.session.timeout.ms", Some("50000"))]).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (42, "Default group resources are not allowed."));
+    let e = set(
+        &mut h,
+        "",
+        &[("consumer.session.timeout.ms", Some("50000"))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (42, "Default group resources are not allowed.")
+    );
     let (r, _) = h.controller.alter_configs(
         &h.image,
         &ConfigResource::Group("g".into()),
-        &[("consumer.session.timeout.ms".into(), AlterConfigOp::Append, Some("1".into()))],
+        &[(
+            "consumer.session.timeout.ms".into(),
+            AlterConfigOp::Append,
+            Some("1".into()),
+        )],
         true,
         false,
     );
-    assert_eq!(r.unwrap_err().message, "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.");
+    assert_eq!(
+        r.unwrap_err().message,
+        "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST."
+    );
 
     set(&mut h, "g", &[("consumer.session.timeout.ms", None)]).unwrap();
     assert!(h.image.group_configs("g").is_empty());
@@ -122,10 +183,25 @@ fn bounds_come_from_the_controllers_broker_properties() {
         ]),
         ..Default::default()
     });
-    set(&mut h, "g", &[("consumer.session.timeout.ms", Some("2000")), ("consumer.heartbeat.interval.ms", Some("500"))])
-        .unwrap();
-    let e = set(&mut h, "g", &[("consumer.heartbeat.interval.ms", Some("2000"))]).unwrap_err();
-    assert_eq!(e.message, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms");
+    set(
+        &mut h,
+        "g",
+        &[
+            ("consumer.session.timeout.ms", Some("2000")),
+            ("consumer.heartbeat.interval.ms", Some("500")),
+        ],
+    )
+    .unwrap();
+    let e = set(
+        &mut h,
+        "g",
+        &[("consumer.heartbeat.interval.ms", Some("2000"))],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
+    );
 }
 
 #[test]
