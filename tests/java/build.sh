@@ -36,11 +36,17 @@ classpath=$(printf "$OUT/lib/%s.jar:" "${JARS[@]}")
 classpath=${classpath%:}
 src_want=$( (cat "$OUT/lib/.requirements.sha256"; find tests/java/src -name '*.java' -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$OUT/classes/.sources.sha256" 2>/dev/null || true)" != "$src_want" ]; then
-  rm -rf "$OUT/classes"
-  mkdir -p "$OUT/classes"
+  # Compiled aside and swapped in, so a JVM started meanwhile never sees a half-written tree.
+  fresh=$OUT/classes.new.$$
+  rm -rf "$fresh"
+  mkdir -p "$fresh"
   find tests/java/src -name '*.java' -print0 | xargs -0 javac -Xlint:all -Werror --release 17 \
-    -cp "$classpath" -d "$OUT/classes"
-  echo "$src_want" >"$OUT/classes/.sources.sha256"
+    -cp "$classpath" -d "$fresh"
+  echo "$src_want" >"$fresh/.sources.sha256"
+  rm -rf "$OUT/classes.old"
+  if [ -d "$OUT/classes" ]; then mv "$OUT/classes" "$OUT/classes.old"; fi
+  mv "$fresh" "$OUT/classes"
+  rm -rf "$OUT/classes.old"
 fi
 echo "$OUT/classes:$classpath" >"$OUT/classpath"
 echo "$OUT/classpath"

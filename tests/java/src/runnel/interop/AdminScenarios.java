@@ -22,6 +22,7 @@ import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -263,6 +264,8 @@ final class AdminScenarios {
                 Check.that(d.coordinator() != null && d.coordinator().id() >= 1, "coordinator " + d.coordinator());
                 Collection<ConsumerGroupListing> listed = admin.listConsumerGroups().all().get();
                 Check.that(listed.stream().anyMatch(l -> l.groupId().equals(group)), "listConsumerGroups misses it");
+                Check.that(listed(admin, ConsumerGroupState.STABLE).contains(group), "not listed as Stable");
+                Check.that(!listed(admin, ConsumerGroupState.EMPTY).contains(group), "listed as Empty while it has a member");
                 Map<TopicPartition, OffsetAndMetadata> offsets = committed(admin, group);
                 Check.equal(5L, offsets.get(p0).offset(), "committed offset of p0");
                 Check.equal(5L, offsets.get(p1).offset(), "committed offset of p1");
@@ -271,6 +274,7 @@ final class AdminScenarios {
             }
             Check.waitFor(group + " empty after close", OP, () -> admin.describeConsumerGroups(List.of(group))
                 .all().get().get(group).state() == ConsumerGroupState.EMPTY);
+            Check.that(listed(admin, ConsumerGroupState.EMPTY).contains(group), "not listed as Empty after close");
             admin.alterConsumerGroupOffsets(group, Map.of(p0, new OffsetAndMetadata(1))).all().get();
             Check.equal(1L, committed(admin, group).get(p0).offset(), "p0 after alterConsumerGroupOffsets");
             admin.deleteConsumerGroupOffsets(group, Set.of(p1)).all().get();
@@ -280,6 +284,12 @@ final class AdminScenarios {
                 "listConsumerGroups still lists the deleted group");
             Check.that(committed(admin, group).isEmpty(), "offsets left after deleteConsumerGroups");
         }
+    }
+
+    /** The groups ListGroups returns with a state filter (v4+). */
+    private static Set<String> listed(Admin admin, ConsumerGroupState state) throws Exception {
+        return admin.listConsumerGroups(new ListConsumerGroupsOptions().inStates(Set.of(state))).all().get().stream()
+            .map(ConsumerGroupListing::groupId).collect(Collectors.toSet());
     }
 
     private static Map<TopicPartition, OffsetAndMetadata> committed(Admin admin, String group) throws Exception {
