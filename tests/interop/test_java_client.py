@@ -93,8 +93,9 @@ def test_java_admin_create_topics_after_controller_kill9(tmp_path, request):
         killed_at_ms = int(time.time() * 1000)
         cluster.kill9(leader)
         survivors = ",".join(n.address for i, n in cluster.nodes.items() if i != leader)
-        run_java("create-topic-within", survivors, 3, timeout=90, killed=leader,
-                 killed_at_ms=killed_at_ms, budget_ms=ELECTION_TIMEOUT_MAX_MS + 8000)
+        out = run_java("create-topic-within", survivors, 3, timeout=90, killed=leader,
+                       killed_at_ms=killed_at_ms, budget_ms=ELECTION_TIMEOUT_MAX_MS + 8000)
+        print(f"killed the quorum leader node {leader}: {out.strip()}")  # shown with -rA
         wait_until(lambda: len(cluster.alive()) == 2, 5, desc="two survivors still running")
     finally:
         cluster.stop_all()
