@@ -24,7 +24,10 @@ fn overrides(kv: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn set(h: &mut Harness, group: &str, kv: &[(&str, Option<&str>)]) -> Result<(), ApiError> {
+/// Incremental SET (a value) / DELETE (None) operations.
+type Ops<'a> = &'a [(&'a str, Option<&'a str>)];
+
+fn set(h: &mut Harness, group: &str, kv: Ops) -> Result<(), ApiError> {
     let ops: Vec<_> = kv
         .iter()
         .map(|(k, v)| {
@@ -119,7 +122,7 @@ fn alter_validates_like_kafkas_group_config() {
         .unwrap();
     assert_eq!((stored.resource_type(), stored.name()), (32, "g"));
 
-    let cases: &[(&[(&str, Option<&str>)], i16, &str)] = &[
+    let cases: &[(Ops, i16, &str)] = &[
         (&[("consumer.session.timeout.ms", Some("44999"))], 40,
             "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
         (&[("consumer.session.timeout.ms", Some("60001"))], 40,
