@@ -185,6 +185,14 @@ impl MetadataImage {
             .unwrap_or_default()
     }
 
+    /// The config overrides of a group (empty if none).
+    pub fn group_configs(&self, group: &str) -> BTreeMap<String, String> {
+        self.configs
+            .get(&ConfigResource::Group(group.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Checks the invariants every image must satisfy; used by tests and debug builds.
     pub fn check_consistency(&self) -> Result<(), String> {
         if self.topics.len() != self.topic_ids.len() {

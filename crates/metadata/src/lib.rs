@@ -17,6 +17,7 @@
 pub mod controller;
 pub mod dynamic_broker_config;
 pub mod errors;
+pub mod group_config;
 pub mod image;
 pub mod placement;
 pub mod reassignment;
@@ -34,6 +35,10 @@ pub use controller::{
     PRODUCER_ID_BLOCK_SIZE,
 };
 pub use errors::{codes, ApiError};
+pub use group_config::{
+    describe_group_configs, effective_group_config, group_config_def, group_config_doc,
+    validate_group_configs, EffectiveGroupConfig, GROUP_CONFIGS,
+};
 pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};
 pub use placement::{
     add_partitions_assignment, assign_replicas, assign_replicas_with_shift,

@@ -16,21 +16,25 @@ use uuid::Uuid;
 pub enum ConfigResource {
     Topic(String),
     Broker(String),
+    /// A group's config overrides (resource type GROUP, 32), by group id.
+    Group(String),
 }
 
 impl ConfigResource {
-    /// Kafka's `ConfigResource.Type` id (2 = topic, 4 = broker), as in `ConfigRecord`.
+    /// Kafka's `ConfigResource.Type` id (2 = topic, 4 = broker, 32 = group), as in
+    /// `ConfigRecord`.
     pub fn resource_type(&self) -> i8 {
         match self {
             ConfigResource::Topic(_) => 2,
             ConfigResource::Broker(_) => 4,
+            ConfigResource::Group(_) => 32,
         }
     }
 
     /// The resource name (topic name, broker id, or "" for the cluster default).
     pub fn name(&self) -> &str {
         match self {
-            ConfigResource::Topic(n) | ConfigResource::Broker(n) => n,
+            ConfigResource::Topic(n) | ConfigResource::Broker(n) | ConfigResource::Group(n) => n,
         }
     }
 }
@@ -187,5 +191,6 @@ mod tests {
         );
         assert_eq!(ConfigResource::Topic("a".into()).resource_type(), 2);
         assert_eq!(ConfigResource::Broker("".into()).resource_type(), 4);
+        assert_eq!(ConfigResource::Group("g".into()).resource_type(), 32);
     }
 }

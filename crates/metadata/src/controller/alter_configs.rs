@@ -1,10 +1,11 @@
 //! AlterConfigs (API 33, replaces the whole override set) and IncrementalAlterConfigs
-//! (API 44, SET / DELETE / APPEND / SUBTRACT per key) for topics and brokers.
+//! (API 44, SET / DELETE / APPEND / SUBTRACT per key) for topics, brokers and groups.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Controller;
 use crate::errors::ApiError;
+use crate::group_config::{group_config_def, validate_group_configs};
 use crate::image::MetadataImage;
 use crate::records::{ConfigResource, MetadataRecord};
 use crate::topic_config::{
@@ -134,6 +135,11 @@ impl Controller {
                 validate_key(resource, key, value)?;
             }
         }
+        if let ConfigResource::Group(_) = resource {
+            // Kafka validates a group's whole resulting set against this controller's
+            // `group.consumer.*` / `group.share.*` bounds.
+            validate_group_configs(&next, &self.config.defaults)?;
+        }
         let mut changes = BTreeMap::new();
         for (key, value) in &next {
             if current.get(key) != Some(value) {
@@ -159,6 +165,9 @@ fn check_resource(image: &MetadataImage, resource: &ConfigResource) -> Result<()
         ConfigResource::Topic(name) if image.topic(name).is_none() => Err(
             ApiError::unknown_topic_or_partition(format!("The topic '{name}' does not exist.")),
         ),
+        ConfigResource::Group(name) if name.is_empty() => Err(ApiError::invalid_request(
+            "Default group resources are not allowed.",
+        )),
         ConfigResource::Broker(name) if !name.is_empty() && name.parse::<i32>().is_err() => {
             Err(ApiError::invalid_request(format!(
                 "Illegal non-integral BROKER resource type name '{name}'"
@@ -178,6 +187,7 @@ fn list_def(
     let def = match resource {
         ConfigResource::Topic(_) => topic_config_def(key),
         ConfigResource::Broker(_) => topic_config_for_broker_property(key).map(|(d, _)| d),
+        ConfigResource::Group(_) => group_config_def(key),
     };
     match def {
         Some(d) if d.ty == ConfigType::List => Ok(d),
@@ -205,6 +215,13 @@ fn list_def(
 fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(), ApiError> {
     match resource {
         ConfigResource::Topic(_) => validate_topic_config(key, value),
+        // Names, types and floors; the ranges that need the whole set are checked after.
+        ConfigResource::Group(_) => match group_config_def(key) {
+            Some(def) => crate::topic_config::parse_value(def, value).map(|_| ()),
+            None => Err(ApiError::invalid_config(format!(
+                "Unknown group config name: {key}"
+            ))),
+        },
         ConfigResource::Broker(name) => {
             if key.is_empty() {
                 return Err(ApiError::invalid_config("Empty config name."));

@@ -15,11 +15,13 @@ pub enum ConfigSource {
     DynamicDefaultBroker,
     StaticBroker,
     Default,
+    /// A group config resource's own override (KIP-848 group configs).
+    Group,
 }
 
 impl ConfigSource {
     /// Kafka's id: 1 topic, 2 dynamic broker, 3 dynamic default broker, 4 static broker,
-    /// 5 default.
+    /// 5 default, 8 group.
     pub fn id(self) -> i8 {
         match self {
             ConfigSource::TopicOverride => 1,
@@ -27,6 +29,7 @@ impl ConfigSource {
             ConfigSource::DynamicDefaultBroker => 3,
             ConfigSource::StaticBroker => 4,
             ConfigSource::Default => 5,
+            ConfigSource::Group => 8,
         }
     }
 }

@@ -8,10 +8,13 @@
 pub enum ConfigType {
     Boolean,
     Int,
+    Short,
     Long,
     Double,
     String,
     List,
+    Class,
+    Password,
 }
 
 impl ConfigType {
@@ -22,9 +25,12 @@ impl ConfigType {
             ConfigType::Boolean => 1,
             ConfigType::String => 2,
             ConfigType::Int => 3,
+            ConfigType::Short => 4,
             ConfigType::Long => 5,
             ConfigType::Double => 6,
             ConfigType::List => 7,
+            ConfigType::Class => 8,
+            ConfigType::Password => 9,
         }
     }
 
@@ -32,6 +38,9 @@ impl ConfigType {
         match self {
             ConfigType::Boolean => "BOOLEAN",
             ConfigType::Int => "INT",
+            ConfigType::Short => "SHORT",
+            ConfigType::Class => "CLASS",
+            ConfigType::Password => "PASSWORD",
             ConfigType::Long => "LONG",
             ConfigType::Double => "DOUBLE",
             ConfigType::String => "STRING",
@@ -52,7 +61,9 @@ pub enum Validator {
     BetweenF(f64, f64),
     /// One of the listed strings (case-sensitive, as Kafka's `ValidString.in`).
     OneOf(&'static [&'static str]),
-    /// A non-empty comma-separated list of the listed strings (Kafka's `ValidList.in`).
+    /// A comma-separated list of the listed strings (Kafka's `ValidList.in`); the empty list
+    /// is valid, as in Kafka 4.0 (`cleanup.policy=` after a SUBTRACT: neither deleted nor
+    /// compacted).
     ListOf(&'static [&'static str]),
     /// `""`, `"*"` or `partition:broker` pairs (Kafka's `ThrottledReplicaListValidator`).
     ThrottledReplicas,

@@ -50,6 +50,10 @@ fn parse_type(ty: ConfigType, value: &str) -> Result<ConfigValue, String> {
             }
         }
         ConfigType::Int => ConfigValue::Int(trimmed.parse().map_err(|_| not_a_number())?),
+        ConfigType::Short => {
+            let n: i16 = trimmed.parse().map_err(|_| not_a_number())?;
+            ConfigValue::Int(i32::from(n))
+        }
         ConfigType::Long => ConfigValue::Long(trimmed.parse().map_err(|_| not_a_number())?),
         ConfigType::Double => {
             let d: f64 = trimmed.parse().map_err(|_| not_a_number())?;
@@ -58,7 +62,9 @@ fn parse_type(ty: ConfigType, value: &str) -> Result<ConfigValue, String> {
             }
             ConfigValue::Double(d)
         }
-        ConfigType::String => ConfigValue::String(trimmed.to_string()),
+        ConfigType::String | ConfigType::Class => ConfigValue::String(trimmed.to_string()),
+        // Kafka does not trim passwords.
+        ConfigType::Password => ConfigValue::String(value.to_string()),
         ConfigType::List => ConfigValue::List(split_list(trimmed)),
     })
 }
@@ -104,9 +110,7 @@ fn check(validator: Validator, v: &ConfigValue) -> Result<(), String> {
             _ => Ok(()),
         },
         Validator::ListOf(allowed) => match v {
-            ConfigValue::List(items)
-                if items.is_empty() || items.iter().any(|i| !allowed.contains(&i.as_str())) =>
-            {
+            ConfigValue::List(items) if items.iter().any(|i| !allowed.contains(&i.as_str())) => {
                 Err(format!("String must be one of: {}", allowed.join(", ")))
             }
             _ => Ok(()),

@@ -82,6 +82,8 @@ fn values_are_validated_like_kafka() {
         ("message.format.version", "2.8-IV1"),
         ("compression.gzip.level", "-1"),
         ("retention.bytes", "-5"),
+        // Kafka 4.0's ValidList accepts the empty list (what a SUBTRACT of the last policy leaves).
+        ("cleanup.policy", ""),
     ];
     for (k, v) in ok {
         assert_eq!(validate_topic_config(k, v), Ok(()), "{k}={v}");
@@ -100,11 +102,6 @@ fn values_are_validated_like_kafka() {
         ),
         ("segment.bytes", "4294967296", "Not a number of type INT"),
         ("retention.ms", "-2", "Value must be at least -1"),
-        (
-            "cleanup.policy",
-            "",
-            "String must be one of: compact, delete",
-        ),
         ("cleanup.policy", "compact,shred", "String must be one of"),
         (
             "compression.type",
@@ -356,6 +353,13 @@ fn alter_topic_configs_incremental_and_legacy() {
     )
     .unwrap();
     assert_eq!(h.image.topic_overrides("t")["cleanup.policy"], "compact");
+    alter(
+        &mut h,
+        vec![("cleanup.policy", AlterConfigOp::Subtract, Some("compact"))],
+        true,
+    )
+    .unwrap();
+    assert_eq!(h.image.topic_overrides("t")["cleanup.policy"], "");
     let e = alter(
         &mut h,
         vec![("retention.ms", AlterConfigOp::Append, Some("1"))],

@@ -4,6 +4,7 @@
 mod common;
 mod configs;
 mod controller;
+mod group_configs;
 mod image;
 mod placement;
 mod reassign;
