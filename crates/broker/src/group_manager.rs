@@ -10,8 +10,8 @@
 //!
 //! The task never waits for replication: an append returns at once and the answers that
 //! depend on it are parked in a [`Purgatory`] keyed by the offset the records end at; the task
-//! completes them when the partition's high watermark passes it (it wakes on the replica
-//! manager's `appended` notification), or fails them after `offsets.commit.timeout.ms` or when
+//! completes them when the partition's high watermark passes it (it wakes on the progress of
+//! the partitions with parked writes only), or fails them after `offsets.commit.timeout.ms` or when
 //! leadership leaves. A write that cannot replicate delays only the answers that depend on it.
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,6 +33,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
 use crate::group_purgatory::{Outcome, Purgatory};
+use crate::partition::{any_progress, Progress};
 use crate::replica_manager::ReplicaManager;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -390,12 +391,9 @@ pub fn spawn(
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         manager.follow_leadership();
-        let replicas = manager.replicas.clone();
         loop {
-            // Registered before the HWs are read, so an advance in between is not missed.
-            let appended = replicas.appended.notified();
-            tokio::pin!(appended);
-            appended.as_mut().enable();
+            // Subscribed before the HWs are read, so an advance in between is not missed.
+            let mut parked = manager.watch_parked();
             manager.complete_replicated();
             let waiting = !manager.purgatory.is_empty();
             tokio::select! {
@@ -410,7 +408,7 @@ pub fn spawn(
                     }
                     manager.follow_leadership();
                 }
-                _ = &mut appended, if waiting => {}
+                _ = any_progress(parked.iter_mut()), if waiting => {}
             }
         }
     });
@@ -475,7 +473,7 @@ impl GroupManager {
         };
         let mut records = Vec::new();
         {
-            let log = p.log.lock();
+            let log = p.lock_log();
             // Up to the log end: as the new leader, everything it holds will be committed.
             let end = log.log_end_offset();
             let mut offset = log.log_start_offset();
@@ -857,13 +855,22 @@ impl GroupManager {
         }
     }
 
+    /// The progress of the partitions with parked writes: only their HW moves wake the task.
+    fn watch_parked(&self) -> Vec<watch::Receiver<Progress>> {
+        self.purgatory
+            .partitions()
+            .filter_map(|p| self.replicas.get(OFFSETS_TOPIC, p))
+            .map(|p| p.subscribe())
+            .collect()
+    }
+
     /// Answers the parked writes the partitions' high watermarks now cover.
     fn complete_replicated(&mut self) {
         let partitions: Vec<i32> = self.purgatory.partitions().collect();
         for p in partitions {
             let done = match self.replicas.get(OFFSETS_TOPIC, p) {
                 Some(partition) => {
-                    let hw = partition.log.lock().high_watermark();
+                    let hw = partition.high_watermark();
                     self.purgatory.complete(p, hw)
                 }
                 None => self.purgatory.abandon(p),
@@ -939,9 +946,8 @@ impl GroupManager {
         };
         match p.append_as_leader(&batch, self.node_id, 1) {
             Ok(appended) => {
-                self.replicas.appended.notify_waiters();
                 let needed = appended.last_offset + 1;
-                if p.log.lock().high_watermark() >= needed {
+                if p.high_watermark() >= needed {
                     Written::Done
                 } else {
                     Written::Pending(needed)

@@ -18,7 +18,6 @@ use crate::replica_manager::ReplicaManager;
 /// change (the image settled it, or leadership moved on).
 pub fn propose(
     controller: ControllerClient,
-    replicas: Arc<ReplicaManager>,
     partition: Arc<Partition>,
     request: crate::controller_shell::AlterIsr,
 ) {
@@ -32,10 +31,8 @@ pub fn propose(
                     tracing::debug!(topic = %partition.topic, partition = partition.index, code = e.code, error = %e.message, "ISR change refused");
                     e.code
                 });
+            // The partition wakes its own waiters when the answer moves its HW.
             let outcome = partition.isr_change_answered(&request, answer);
-            if outcome.hw_changed {
-                replicas.appended.notify_waiters();
-            }
             if !outcome.retry {
                 return;
             }
@@ -63,7 +60,7 @@ pub fn spawn_shrinker(
                     for p in replicas.all() {
                         if let Some(request) = p.isr_shrink(now) {
                             tracing::info!(topic = %p.topic, partition = p.index, isr = ?request.new_isr, "shrinking the ISR");
-                            propose(controller.clone(), replicas.clone(), p, request);
+                            propose(controller.clone(), p, request);
                         }
                     }
                 }

@@ -44,7 +44,7 @@ impl std::fmt::Display for LogDirFailure {
 /// The first failed log among those hosted here, if any.
 pub fn first_failed_log(replicas: &ReplicaManager) -> Option<LogDirFailure> {
     replicas.all().into_iter().find_map(|p| {
-        let log = p.log.lock();
+        let log = p.lock_log();
         log.failure().map(|why| LogDirFailure {
             topic: p.topic.clone(),
             partition: p.index,

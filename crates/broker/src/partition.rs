@@ -1,20 +1,29 @@
 //! One partition replica hosted by this broker: its log, its role from the metadata image, the
-//! idempotent-producer state, and the group commit of fsyncs.
+//! idempotent-producer state, the group commit of fsyncs, and the waits of the data path
+//! (until replicated, until readable) on the partition's own progress watch.
+//!
+//! Lock order, kept in this file only: log, then leader state, then producers. Other files
+//! see the log only through [`Partition::lock_log`], alone.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use runnel_log::batch::{self, BatchHeader};
 use runnel_log::validate;
 use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
-use runnel_metadata::replication::{
-    AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderPartitionState,
-};
 use runnel_metadata::EffectiveTopicConfig;
+use runnel_replication::{
+    check_min_isr, diverging_epoch, AcksOutcome, AlterPartitionFailure, BecomeLeader,
+    EpochEndOffset, LeaderConfig, LeaderPartitionState,
+};
 use tokio::sync::watch;
 use uuid::Uuid;
+
+#[path = "partition_wait.rs"]
+mod wait;
+pub use wait::{any_progress, join_all, Progress, Replicated};
 
 use crate::clock::now_ms;
 use crate::errors::code;
@@ -39,7 +48,7 @@ pub struct Partition {
     pub topic: String,
     pub index: i32,
     pub topic_id: Uuid,
-    pub log: SharedLog,
+    log: SharedLog,
     /// This broker's id: the leader's own LEO counts for the high watermark.
     node_id: i32,
     /// `replica.lag.time.max.ms`: how long a follower counts as caught up (spec E.2, E.3).
@@ -53,6 +62,9 @@ pub struct Partition {
     /// Offset up to which the log is known to be fsynced (exclusive).
     flushed: watch::Sender<i64>,
     flushing: AtomicBool,
+    /// LEO, HW and leadership as last published: waiters of this partition (acks=all
+    /// produces, long-polling fetches, group commits, DeleteRecords) wake on its changes only.
+    progress: watch::Sender<Progress>,
 }
 
 /// What a follower's fetch changed on the leader.
@@ -62,6 +74,25 @@ pub struct FollowerFetch {
     pub hw_changed: bool,
     /// The follower caught up: send this AlterPartition (the change is now pending).
     pub propose: Option<crate::controller_shell::AlterIsr>,
+}
+
+/// How the leader took a verified follower's fetch position ([`Partition::serve_follower_fetch`]).
+#[derive(Debug)]
+pub enum FollowerPosition {
+    /// The follower's log diverged from ours (`runnel_replication::diverging_epoch`): answer
+    /// this DivergingEpoch and no records; the position counts for nothing (as in Kafka).
+    Diverging {
+        epoch_end: EpochEndOffset,
+        high_watermark: i64,
+        log_start_offset: i64,
+    },
+    /// The position lies in our log and was recorded: read from it. `propose` is an ISR
+    /// expansion to send (now pending).
+    Recorded {
+        propose: Option<crate::controller_shell::AlterIsr>,
+    },
+    /// Outside our log: the read answers OFFSET_OUT_OF_RANGE; nothing recorded.
+    OutsideLog,
 }
 
 /// What the controller's answer to an ISR change means for the leader.
@@ -129,6 +160,7 @@ impl Partition {
     ) -> Self {
         let flushed_to = log.lock().recovery_point();
         let producers = rebuild_producer_state(&log.lock());
+        let progress = watch::Sender::new(Progress::of(&log.lock(), &role));
         let partition = Partition {
             topic,
             index,
@@ -141,9 +173,54 @@ impl Partition {
             producers: Mutex::new(producers),
             flushed: watch::Sender::new(flushed_to),
             flushing: AtomicBool::new(false),
+            progress,
         };
-        partition.sync_leader_state(&partition.role(), &mut partition.log.lock());
+        let mut log = partition.log.lock();
+        partition.sync_leader_state(&partition.role(), &mut log);
+        partition.publish(&log);
+        drop(log);
         partition
+    }
+
+    /// The log, for reads and maintenance that need nothing else of the partition (offset
+    /// lookups, retention, compaction, DeleteRecords, loaders). Hold it alone: the
+    /// partition's own operations take its other locks after it.
+    pub fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
+        self.log.lock()
+    }
+
+    /// The high watermark (offsets below it are committed).
+    pub fn high_watermark(&self) -> i64 {
+        self.progress.borrow().high_watermark
+    }
+
+    /// A receiver of this partition's progress, its current value marked seen: a change
+    /// after this call wakes `changed()`. Subscribe before checking a condition.
+    pub fn subscribe(&self) -> watch::Receiver<Progress> {
+        self.progress.subscribe()
+    }
+
+    /// Publishes the log's LEO and HW and the role's leadership; wakes this partition's
+    /// waiters if any of them moved. Called with the log locked after every change.
+    fn publish(&self, log: &PartitionLog) {
+        let now = Progress::of(log, &self.role.read());
+        self.progress.send_if_modified(|p| {
+            let changed = p.position() != now.position();
+            if changed {
+                *p = Progress {
+                    changes: p.changes,
+                    ..now
+                };
+            }
+            changed
+        });
+    }
+
+    /// Wakes this partition's waiters although LEO, HW and leadership stayed (a follower's log
+    /// start moved, the partition left this broker): they re-check their own conditions.
+    pub fn wake_waiters(&self) {
+        self.progress
+            .send_modify(|p| p.changes = p.changes.wrapping_add(1));
     }
 
     pub fn role(&self) -> Role {
@@ -156,7 +233,9 @@ impl Partition {
             self.log.lock().update_config(log_config(&role.config));
         }
         *self.role.write() = role.clone();
-        self.sync_leader_state(&role, &mut self.log.lock());
+        let mut log = self.log.lock();
+        self.sync_leader_state(&role, &mut log);
+        self.publish(&log);
     }
 
     /// Brings the leader state in line with the image's role: created on becoming leader
@@ -227,16 +306,11 @@ impl Partition {
         if role.leader != node_id {
             return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
         }
-        // acks=all is refused before anything is written when the ISR is too small (spec E.4).
-        let min_isr = role.config.min_insync_replicas.max(1) as usize;
-        if acks == -1 && role.isr.len() < min_isr {
-            return Err((
-                code::NOT_ENOUGH_REPLICAS,
-                format!(
-                    "The in-sync replica set {:?} is smaller than min.insync.replicas={min_isr}",
-                    role.isr
-                ),
-            ));
+        // acks=all is refused before anything is written when the committed ISR is too small
+        // (spec E.4, `runnel_replication::acks`).
+        if acks == -1 {
+            self.can_accept_acks_all(&role)
+                .map_err(|e| (code::NOT_ENOUGH_REPLICAS, e.to_string()))?;
         }
         let max = role.config.max_message_bytes.max(0) as usize;
         // Headers and every record (streamed, bounded decompression; keys on compacted topics).
@@ -299,6 +373,7 @@ impl Partition {
             state.on_leader_append(info.last_offset + 1, now_ms());
             publish_high_watermark(state, &mut log);
         }
+        self.publish(&log);
         Ok(Appended {
             base_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -309,35 +384,77 @@ impl Partition {
         })
     }
 
-    /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it
-    /// (the caller has checked that the fetcher is a replica with its broker epoch, and that
-    /// the position lies in this log and does not diverge).
-    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> FollowerFetch {
+    /// Leader side of a verified follower's fetch (the caller has checked that the fetcher is
+    /// a replica with its broker epoch, and its leader epoch): one look at the log decides
+    /// what the position means. A last fetched epoch (Fetch v12+, `None` before) our history
+    /// contradicts is a divergence (`runnel_replication::diverging_epoch`); otherwise a
+    /// position inside our log is the follower's LEO and `follower_log_start` its log start:
+    /// they may move the HW, the ISR and the low watermark, and wake this partition's waiters.
+    pub fn serve_follower_fetch(
+        &self,
+        replica: i32,
+        fetch_offset: i64,
+        last_fetched_epoch: Option<i32>,
+        follower_log_start: i64,
+    ) -> FollowerPosition {
         let mut log = self.log.lock();
-        let mut state = self.leader_state.lock();
-        let Some(s) = state.as_mut() else {
-            return FollowerFetch::default();
-        };
-        match s.on_follower_fetch(replica, fetch_offset, now_ms()) {
-            Ok(outcome) => {
-                let hw_changed = publish_high_watermark(s, &mut log);
-                FollowerFetch {
-                    hw_changed,
-                    propose: outcome.isr_expand.map(|isr| self.isr_request(s, isr)),
-                }
-            }
-            Err(_) => FollowerFetch::default(),
+        let diverged = last_fetched_epoch.and_then(|epoch| {
+            diverging_epoch(log.epoch_cache(), log.log_end_offset(), epoch, fetch_offset)
+        });
+        if let Some(epoch_end) = diverged {
+            return FollowerPosition::Diverging {
+                epoch_end,
+                high_watermark: log.high_watermark(),
+                log_start_offset: log.log_start_offset(),
+            };
+        }
+        if fetch_offset < log.log_start_offset() || fetch_offset > log.log_end_offset() {
+            return FollowerPosition::OutsideLog;
+        }
+        let (fetched, log_start_moved) =
+            self.record_follower_fetch_locked(&mut log, replica, fetch_offset, follower_log_start);
+        self.publish(&log);
+        drop(log);
+        if log_start_moved {
+            self.wake_waiters();
+        }
+        FollowerPosition::Recorded {
+            propose: fetched.propose,
         }
     }
 
-    /// Leader side, with [`Self::record_follower_fetch`]: the follower's log starts at
-    /// `log_start_offset`. Returns whether that changed (waiting DeleteRecords re-check the
-    /// low watermark).
-    pub fn record_follower_log_start(&self, replica: i32, log_start_offset: i64) -> bool {
-        self.leader_state
-            .lock()
-            .as_mut()
-            .is_some_and(|s| s.on_follower_log_start(replica, log_start_offset))
+    /// Leader side: a follower fetched from `fetch_offset`, so it has everything below it
+    /// (the position lies in this log and does not diverge). Tests drive the HW rules with it.
+    #[cfg(test)]
+    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> FollowerFetch {
+        let mut log = self.log.lock();
+        let (fetched, _) = self.record_follower_fetch_locked(&mut log, replica, fetch_offset, 0);
+        self.publish(&log);
+        fetched
+    }
+
+    /// The follower's position and log start into the leader state, the HW into the log.
+    /// Returns what changed and whether the follower's log start moved.
+    fn record_follower_fetch_locked(
+        &self,
+        log: &mut PartitionLog,
+        replica: i32,
+        fetch_offset: i64,
+        follower_log_start: i64,
+    ) -> (FollowerFetch, bool) {
+        let mut state = self.leader_state.lock();
+        let Some(s) = state.as_mut() else {
+            return (FollowerFetch::default(), false);
+        };
+        let Ok(outcome) = s.on_follower_fetch(replica, fetch_offset, now_ms()) else {
+            return (FollowerFetch::default(), false);
+        };
+        let log_start_moved = s.on_follower_log_start(replica, follower_log_start);
+        let fetched = FollowerFetch {
+            hw_changed: publish_high_watermark(s, log),
+            propose: outcome.isr_expand.map(|isr| self.isr_request(s, isr)),
+        };
+        (fetched, log_start_moved)
     }
 
     /// Leader side: the low watermark (the smallest log start over this log and the live
@@ -397,9 +514,15 @@ impl Partition {
         match answer {
             Ok((isr, partition_epoch)) => {
                 s.apply_committed_isr(isr, partition_epoch, now_ms());
+                let hw_changed = publish_high_watermark(s, &mut log);
+                drop(state);
+                self.publish(&log);
+                // The committed ISR can also settle a parked acks=all (too few replicas now).
+                drop(log);
+                self.wake_waiters();
                 IsrAnswer {
                     retry: false,
-                    hw_changed: publish_high_watermark(s, &mut log),
+                    hw_changed,
                 }
             }
             Err(code) => IsrAnswer {
@@ -434,6 +557,7 @@ impl Partition {
         if hw > log.high_watermark() {
             log.set_high_watermark(hw);
         }
+        self.publish(&log);
         Ok(())
     }
 
@@ -447,6 +571,7 @@ impl Partition {
         let start = leader_log_start.min(log.high_watermark());
         if start > log.log_start_offset() {
             log.delete_records_before(start)?;
+            self.publish(&log);
         }
         Ok(())
     }
@@ -458,6 +583,7 @@ impl Partition {
         let mut log = self.log.lock();
         log.truncate_to(offset)?;
         *self.producers.lock() = rebuild_producer_state(&log);
+        self.publish(&log);
         Ok(())
     }
 
@@ -467,6 +593,7 @@ impl Partition {
         let mut log = self.log.lock();
         log.truncate_fully_and_start_at(offset)?;
         *self.producers.lock() = rebuild_producer_state(&log);
+        self.publish(&log);
         Ok(())
     }
 
@@ -474,6 +601,60 @@ impl Partition {
     /// `producer.id.expiration.ms`); returns how many.
     pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
         self.producers.lock().remove_expired(now_ms, expiration_ms)
+    }
+
+    /// E.4 before appending an acks=all produce: the committed ISR (the leader state's, which
+    /// AlterPartition answers update before the image does) must hold `min.insync.replicas`.
+    fn can_accept_acks_all(
+        &self,
+        role: &Role,
+    ) -> Result<(), runnel_replication::NotEnoughReplicas> {
+        match self.leader_state.lock().as_ref() {
+            Some(s) => s.can_accept_acks_all(),
+            None => check_min_isr(role.isr.len(), role.config.min_insync_replicas),
+        }
+    }
+
+    /// How a parked acks=all produce that needs the HW at `required_offset` stands, as long
+    /// as this broker still leads in `leader_epoch` (`runnel_replication::acks`); `None`
+    /// while pending.
+    fn replication_outcome(&self, required_offset: i64, leader_epoch: i32) -> Option<Replicated> {
+        let state = self.leader_state.lock();
+        let Some(s) = state.as_ref().filter(|s| s.leader_epoch() == leader_epoch) else {
+            return Some(Replicated::LeadershipMoved);
+        };
+        match s.acks_all_outcome(required_offset) {
+            AcksOutcome::Pending => None,
+            AcksOutcome::Done => Some(Replicated::Done),
+            AcksOutcome::NotEnoughReplicasAfterAppend => {
+                Some(Replicated::NotEnoughReplicasAfterAppend)
+            }
+        }
+    }
+
+    /// acks=all (Kafka's `DelayedProduce` for one partition): waits until the HW covers
+    /// `required_offset` (every ISR member has the batch) while this broker leads in
+    /// `leader_epoch`, or until `deadline`. Woken only by this partition's progress.
+    pub async fn wait_replicated(
+        &self,
+        required_offset: i64,
+        leader_epoch: i32,
+        deadline: tokio::time::Instant,
+    ) -> Replicated {
+        let mut rx = self.subscribe();
+        loop {
+            if let Some(done) = self.replication_outcome(required_offset, leader_epoch) {
+                return done;
+            }
+            tokio::select! {
+                _ = rx.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {
+                    return self
+                        .replication_outcome(required_offset, leader_epoch)
+                        .unwrap_or(Replicated::TimedOut);
+                }
+            }
+        }
     }
 
     /// Whether `flush.messages` says the appended data must be fsynced before acknowledging.

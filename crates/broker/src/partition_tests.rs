@@ -10,7 +10,7 @@ use kafka_protocol::records::{
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 
-use super::{log_config, Partition, Role};
+use super::{log_config, FollowerPosition, Partition, Replicated, Role};
 
 const LAG_MAX_MS: i64 = 30_000;
 
@@ -260,4 +260,145 @@ fn truncation_forgets_the_producer_state_of_the_cut_batches() {
     p.set_role(role(1, &[1, 2, 3], &[1, 2, 3]));
     let resent = p.append_as_leader(&idempotent(3, 3, 0, -1), 1, 1).unwrap();
     assert_eq!((resent.base_offset, resent.duplicate), (3, false));
+}
+
+// ---- issue 10: the data path's waits and the follower fetch on the pure rules --------------
+
+fn min_isr(mut role: Role, min_insync_replicas: i32) -> Role {
+    let mut config = (*role.config).clone();
+    config.min_insync_replicas = min_insync_replicas;
+    role.config = Arc::new(config);
+    role
+}
+
+fn deadline_in(ms: u64) -> tokio::time::Instant {
+    tokio::time::Instant::now() + std::time::Duration::from_millis(ms)
+}
+
+#[tokio::test]
+async fn acks_all_completes_when_the_isr_has_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Arc::new(leader(dir.path(), role(0, &[1, 2], &[1, 2, 3])));
+    let appended = p.append_as_leader(&encode(3, None, 0, -1), 1, -1).unwrap();
+    let waiter = {
+        let p = p.clone();
+        tokio::spawn(async move {
+            p.wait_replicated(appended.last_offset + 1, 0, deadline_in(10_000))
+                .await
+        })
+    };
+    // The waiter parks on the partition's own watch; the follower's fetch wakes it.
+    tokio::task::yield_now().await;
+    assert!(!waiter.is_finished());
+    p.record_follower_fetch(2, 3);
+    assert_eq!(waiter.await.unwrap(), Replicated::Done);
+}
+
+#[tokio::test]
+async fn acks_all_ends_on_a_timeout_or_a_leadership_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Arc::new(leader(dir.path(), role(0, &[1, 2], &[1, 2, 3])));
+    let appended = p.append_as_leader(&encode(3, None, 0, -1), 1, -1).unwrap();
+    let required = appended.last_offset + 1;
+    assert_eq!(
+        p.wait_replicated(required, 0, deadline_in(20)).await,
+        Replicated::TimedOut
+    );
+    let waiter = {
+        let p = p.clone();
+        tokio::spawn(async move { p.wait_replicated(required, 0, deadline_in(10_000)).await })
+    };
+    tokio::task::yield_now().await;
+    p.set_role(Role {
+        leader: 2,
+        leader_epoch: 1,
+        ..role(1, &[1, 2], &[1, 2, 3])
+    });
+    assert_eq!(waiter.await.unwrap(), Replicated::LeadershipMoved);
+}
+
+#[tokio::test]
+async fn min_isr_is_checked_on_the_committed_isr_before_and_after_the_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), min_isr(role(0, &[1], &[1, 2, 3]), 2));
+    let refused = p.append_as_leader(&encode(1, None, 0, -1), 1, -1);
+    assert_eq!(refused.err().map(|(code, _)| code), Some(19));
+    assert_eq!(p.lock_log().log_end_offset(), 0, "nothing written");
+    // With 2 in sync the append is taken; the followers' brokers are then fenced and the
+    // controller shrinks the ISR to the leader before the batch is committed: the leader alone
+    // commits it, but not as the producer asked (20).
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), min_isr(role(0, &[1, 2], &[1, 2, 3]), 2));
+    let appended = p.append_as_leader(&encode(2, None, 0, -1), 1, -1).unwrap();
+    p.set_role(Role {
+        partition_epoch: 1,
+        ..min_isr(role(0, &[1], &[1]), 2)
+    });
+    assert_eq!(
+        p.wait_replicated(appended.last_offset + 1, 0, deadline_in(5_000))
+            .await,
+        Replicated::NotEnoughReplicasAfterAppend
+    );
+}
+
+#[test]
+fn an_append_wakes_only_the_waiters_of_its_partition() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = leader(d1.path(), role(0, &[1], &[1, 2, 3]));
+    let b = leader(d2.path(), role(0, &[1], &[1, 2, 3]));
+    let (mut on_a, on_b) = (a.subscribe(), b.subscribe());
+    append(&a, 2);
+    assert!(on_a.has_changed().unwrap(), "a's waiters see its append");
+    assert!(!on_b.has_changed().unwrap(), "b's waiters sleep on");
+    let now = *on_a.borrow_and_update();
+    assert_eq!((now.log_end_offset, now.high_watermark), (2, 2));
+}
+
+#[test]
+fn a_woken_fetch_reads_only_past_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 5);
+    let seen = *p.subscribe().borrow();
+    // A consumer at the HW (0) and a follower at the LEO (5) have nothing new yet.
+    assert!(!seen.has_news_for(&seen, 0, false));
+    assert!(!seen.has_news_for(&seen, 5, true));
+    append(&p, 1);
+    let now = *p.subscribe().borrow();
+    assert!(now.has_news_for(&seen, 5, true), "the follower has a batch");
+    assert!(!now.has_news_for(&seen, 0, false), "the HW did not move");
+    p.record_follower_fetch(2, 6);
+    let later = *p.subscribe().borrow();
+    assert!(later.has_news_for(&seen, 0, false), "now the consumer has");
+}
+
+#[test]
+fn a_follower_fetch_diverging_from_our_epochs_is_answered_and_not_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // Epoch 0 wrote offsets 0..5; this broker then led epoch 2 from offset 5.
+    let p = leader(dir.path(), role(0, &[1, 2], &[1, 2, 3]));
+    append(&p, 5);
+    p.set_role(role(2, &[1, 2], &[1, 2, 3]));
+    append(&p, 5);
+    // The follower has 8 records, the last of epoch 1, which this leader never had: its log
+    // matches ours only up to where epoch 0 ended (runnel_replication::diverging_epoch).
+    match p.serve_follower_fetch(2, 8, Some(1), 0) {
+        FollowerPosition::Diverging { epoch_end, .. } => {
+            assert_eq!((epoch_end.epoch, epoch_end.end_offset), (0, 5))
+        }
+        other => panic!("expected a divergence, got {other:?}"),
+    }
+    assert_eq!(hw(&p), 0, "a diverging position does not move the HW");
+    // Its last fetched epoch checks out: the position is recorded.
+    assert!(matches!(
+        p.serve_follower_fetch(2, 10, Some(2), 0),
+        FollowerPosition::Recorded { .. }
+    ));
+    assert_eq!(hw(&p), 10);
+    // Without a last fetched epoch (Fetch < v12) only the position counts; past our end it
+    // is not a position.
+    assert!(matches!(
+        p.serve_follower_fetch(2, 11, None, 0),
+        FollowerPosition::OutsideLog
+    ));
 }

@@ -228,7 +228,7 @@ fn build_request(
             continue;
         };
         let role = p.role();
-        let log = p.log.lock();
+        let log = p.lock_log();
         requested.insert((p.topic_id, *index), (topic.clone(), role.leader_epoch));
         topics.entry(p.topic_id).or_default().push(
             FetchPartition::default()
@@ -331,20 +331,18 @@ enum Applied {
 /// `truncation_point`): below both the leader's end of that epoch and its own, or to its own
 /// end of an older epoch first (the next fetch finishes the job).
 fn diverging_truncation(log: &runnel_log::PartitionLog, leader_epoch: i32, leader_end: i64) -> i64 {
-    use runnel_metadata::replication::{
-        truncation_point, EpochEndOffset, EpochEntry, LeaderEpochCache,
-    };
-    let cache = LeaderEpochCache::from_entries(log.epoch_entries().into_iter().map(
-        |(epoch, start_offset)| EpochEntry {
-            epoch,
-            start_offset,
-        },
-    ));
+    use runnel_replication::{truncation_point, EpochEndOffset};
     let reply = EpochEndOffset {
         epoch: leader_epoch,
         end_offset: leader_end,
     };
-    truncation_point(&cache, log.log_end_offset(), log.high_watermark(), reply).offset
+    truncation_point(
+        log.epoch_cache(),
+        log.log_end_offset(),
+        log.high_watermark(),
+        reply,
+    )
+    .offset
 }
 
 /// Applies one response. Partitions this broker no longer follows from `leader` in the epoch
@@ -381,7 +379,7 @@ fn apply(
                             (log.log_end_offset(), log.latest_epoch())
                         };
                         let (before, to) = {
-                            let log = p.log.lock();
+                            let log = p.lock_log();
                             let to = diverging_truncation(
                                 &log,
                                 pd.diverging_epoch.epoch,
@@ -393,7 +391,7 @@ fn apply(
                         if let Err(e) = p.truncate_to(to) {
                             tracing::error!(error = %e, "truncation failed");
                         }
-                        if position(&p.log.lock()) == before {
+                        if position(&p.lock_log()) == before {
                             // Nothing changed (not even an empty epoch dropped): fetching again
                             // at once would only repeat this answer, so pause like for an error.
                             errors = true;
@@ -420,7 +418,7 @@ fn apply(
                     errors = true;
                     // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
                     // change): cut back to the leader's high watermark and fetch from there.
-                    let leo = p.log.lock().log_end_offset();
+                    let leo = p.lock_log().log_end_offset();
                     if leo < pd.log_start_offset {
                         // Below the leader's log start (retention or DeleteRecords removed
                         // what we lack): restart our log where the leader's begins.

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use runnel_log::{CompactionConfig, LogManager};
 use runnel_metadata::{effective_topic_config, BrokerDefaults, MetadataImage};
-use tokio::sync::Notify;
 
 use crate::partition::{log_config, Partition, Role};
 
@@ -49,8 +48,6 @@ pub struct ReplicaManager {
     logs: LogManager,
     defaults: BrokerDefaults,
     partitions: RwLock<HashMap<String, BTreeMap<i32, Arc<Partition>>>>,
-    /// Woken after every append so long-polling fetches can re-check.
-    pub appended: Notify,
     /// Whether the metadata image has caught up with the leader's committed offset, so logs
     /// it does not mention may be set aside (see `disposition`).
     caught_up: std::sync::atomic::AtomicBool,
@@ -74,7 +71,6 @@ impl ReplicaManager {
             logs,
             defaults,
             partitions: RwLock::new(HashMap::new()),
-            appended: Notify::new(),
             caught_up: std::sync::atomic::AtomicBool::new(false),
             applied_caught_up: std::sync::atomic::AtomicBool::new(false),
         }
@@ -188,9 +184,19 @@ impl ReplicaManager {
                 },
             }
         }
-        *self.partitions.write() = wanted;
-        // New leaders may unblock fetches waiting for a partition to appear.
-        self.appended.notify_waiters();
+        let replaced = std::mem::replace(&mut *self.partitions.write(), wanted);
+        // Waiters of a partition that left this broker re-check (and find it gone); role
+        // changes of the others woke theirs in `set_role`.
+        for (topic, gone) in replaced {
+            for (index, p) in gone {
+                if self
+                    .get(&topic, index)
+                    .is_none_or(|now| !Arc::ptr_eq(&now, &p))
+                {
+                    p.wake_waiters();
+                }
+            }
+        }
     }
 
     /// Marks this node as caught up with the leader's committed metadata offset (see
@@ -244,7 +250,7 @@ impl ReplicaManager {
                 max_compaction_lag_ms: config.max_compaction_lag_ms,
             };
             let plan = {
-                let log = p.log.lock();
+                let log = p.lock_log();
                 if !log.needs_compaction(now_ms, &compaction) {
                     continue;
                 }
@@ -253,7 +259,7 @@ impl ReplicaManager {
             let result = plan.and_then(|plan| match plan {
                 Some(plan) => {
                     let outcome = plan.run()?;
-                    p.log.lock().finish_compaction(outcome).map(Some)
+                    p.lock_log().finish_compaction(outcome).map(Some)
                 }
                 None => Ok(None),
             });
@@ -280,7 +286,7 @@ impl ReplicaManager {
             if !p.role().config.deletes() {
                 continue;
             }
-            match p.log.lock().enforce_retention(now_ms) {
+            match p.lock_log().enforce_retention(now_ms) {
                 Ok(n) => deleted += n,
                 Err(e) => {
                     tracing::error!(topic = %p.topic, partition = p.index, error = %e, "retention failed")

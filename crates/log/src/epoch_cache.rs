@@ -1,28 +1,30 @@
-//! The leader-epoch cache and its `leader-epoch-checkpoint` file (spec E.5).
-//!
-//! Ordered `(epoch, start offset)` pairs: the first offset written in each leader epoch. It
-//! answers OffsetForLeaderEpoch and drives follower truncation, so it must survive restarts and
-//! follow the log through truncation at either end.
+//! The `leader-epoch-checkpoint` file of a partition (spec E.5): the leader-epoch cache of
+//! `runnel_replication` (its arithmetic: assign, truncation at either end, OffsetForLeaderEpoch)
+//! kept on disk. Every change is persisted before the caller goes on, so the cache survives
+//! restarts and follows the log through truncation at either end.
 
 use std::io;
 use std::path::{Path, PathBuf};
+
+use runnel_replication::{EpochEntry, LeaderEpochCache};
 
 use crate::checkpoint;
 
 pub(crate) const EPOCH_FILE: &str = "leader-epoch-checkpoint";
 
 #[derive(Debug)]
-pub(crate) struct LeaderEpochCache {
+pub(crate) struct EpochFile {
     path: PathBuf,
-    entries: Vec<(i32, i64)>,
+    cache: LeaderEpochCache,
 }
 
-impl LeaderEpochCache {
+impl EpochFile {
     /// Loads the checkpoint; a missing or unreadable file gives an empty cache (recovery replays
-    /// epochs from the batches it scans).
+    /// epochs from the batches it scans). Entries breaking monotonicity are dropped as Kafka's
+    /// `assign` would.
     pub(crate) fn load(dir: &Path) -> Self {
         let path = dir.join(EPOCH_FILE);
-        let entries = match checkpoint::read_pairs(&path) {
+        let pairs = match checkpoint::read_pairs(&path) {
             Ok(Some(pairs)) => pairs,
             Ok(None) => Vec::new(),
             Err(e) => {
@@ -30,105 +32,53 @@ impl LeaderEpochCache {
                 Vec::new()
             }
         };
-        let mut cache = LeaderEpochCache {
-            path,
-            entries: Vec::new(),
-        };
-        for (epoch, start) in entries {
-            cache.insert(epoch, start);
-        }
-        cache
+        let cache =
+            LeaderEpochCache::from_entries(pairs.into_iter().map(|(epoch, start_offset)| {
+                EpochEntry {
+                    epoch,
+                    start_offset,
+                }
+            }));
+        EpochFile { path, cache }
     }
 
-    pub(crate) fn entries(&self) -> &[(i32, i64)] {
-        &self.entries
+    pub(crate) fn cache(&self) -> &LeaderEpochCache {
+        &self.cache
     }
 
     pub(crate) fn latest_epoch(&self) -> Option<i32> {
-        self.entries.last().map(|&(e, _)| e)
+        self.cache.latest_epoch()
     }
 
-    /// Kafka's `assign` without persisting: entries conflicting with the new one (epoch >= it or
-    /// start >= its start) are dropped so the cache stays strictly increasing in both fields.
-    fn insert(&mut self, epoch: i32, start_offset: i64) -> bool {
-        if epoch < 0 || start_offset < 0 {
-            return false;
-        }
-        if let Some(&(e, s)) = self.entries.last() {
-            if e == epoch && s <= start_offset {
-                return false;
-            }
-        }
-        self.entries.retain(|&(e, s)| e < epoch && s < start_offset);
-        self.entries.push((epoch, start_offset));
-        true
-    }
-
-    /// Records that `epoch` starts at `start_offset` (a leader's first append in it, or a
-    /// replicated batch carrying a new epoch) and persists the file if anything changed.
+    /// [`LeaderEpochCache::assign`], persisted if anything changed.
     pub(crate) fn assign(&mut self, epoch: i32, start_offset: i64) -> io::Result<()> {
-        if self.insert(epoch, start_offset) {
-            self.persist()?;
-        }
-        Ok(())
+        let changed = self.cache.assign(epoch, start_offset);
+        self.persist_if(changed)
     }
 
-    /// Log truncated to `end_offset`: drop epochs that start at or after it.
+    /// [`LeaderEpochCache::truncate_from_end`], persisted if anything changed.
     pub(crate) fn truncate_from_end(&mut self, end_offset: i64) -> io::Result<()> {
-        let before = self.entries.len();
-        self.entries.retain(|&(_, s)| s < end_offset);
-        if self.entries.len() != before {
-            self.persist()?;
-        }
-        Ok(())
+        let changed = self.cache.truncate_from_end(end_offset);
+        self.persist_if(changed)
     }
 
-    /// Log start moved to `start_offset`: epochs entirely below it go, and the epoch that spans
-    /// it now starts there (Kafka's `truncateFromStart`).
+    /// [`LeaderEpochCache::truncate_from_start`], persisted if anything changed.
     pub(crate) fn truncate_from_start(&mut self, start_offset: i64) -> io::Result<()> {
-        let below = self.entries.partition_point(|&(_, s)| s < start_offset);
-        if below == 0 {
+        let changed = self.cache.truncate_from_start(start_offset);
+        self.persist_if(changed)
+    }
+
+    fn persist_if(&self, changed: bool) -> io::Result<()> {
+        if !changed {
             return Ok(());
         }
-        let (epoch, _) = self.entries[below - 1];
-        let spans = self
-            .entries
-            .get(below)
-            .is_none_or(|&(_, s)| s > start_offset);
-        self.entries.drain(..below);
-        if spans {
-            self.entries.insert(0, (epoch, start_offset));
-        }
-        self.persist()
-    }
-
-    /// OffsetForLeaderEpoch (Kafka's `endOffsetFor`): the largest known epoch <= `requested` and
-    /// the start offset of the next epoch (or the LEO for the latest). `(-1, -1)` if `requested`
-    /// is undefined, newer than anything known, or the cache is empty. As in Kafka, an epoch
-    /// older than every entry answers `(requested, first start offset)`.
-    pub(crate) fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
-        const UNDEFINED: (i32, i64) = (-1, -1);
-        if requested < 0 {
-            return UNDEFINED;
-        }
-        match self.entries.last() {
-            None => UNDEFINED,
-            Some(&(latest, _)) if latest == requested => (requested, log_end_offset),
-            Some(_) => {
-                let higher = self.entries.partition_point(|&(e, _)| e <= requested);
-                match self.entries.get(higher) {
-                    None => UNDEFINED,
-                    Some(&(_, next_start)) => match higher.checked_sub(1) {
-                        None => (requested, next_start),
-                        Some(i) => (self.entries[i].0, next_start),
-                    },
-                }
-            }
-        }
-    }
-
-    fn persist(&self) -> io::Result<()> {
-        checkpoint::write_pairs(&self.path, &self.entries)
+        let pairs: Vec<(i32, i64)> = self
+            .cache
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect();
+        checkpoint::write_pairs(&self.path, &pairs)
     }
 }
 
@@ -136,61 +86,56 @@ impl LeaderEpochCache {
 mod tests {
     use super::*;
 
-    fn cache(entries: &[(i32, i64)]) -> (tempfile::TempDir, LeaderEpochCache) {
+    fn file(entries: &[(i32, i64)]) -> (tempfile::TempDir, EpochFile) {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = LeaderEpochCache::load(dir.path());
+        let mut f = EpochFile::load(dir.path());
         for &(e, s) in entries {
-            c.assign(e, s).unwrap();
+            f.assign(e, s).unwrap();
         }
-        (dir, c)
+        (dir, f)
+    }
+
+    fn pairs(f: &EpochFile) -> Vec<(i32, i64)> {
+        f.cache()
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect()
     }
 
     #[test]
-    fn spec_example_e5() {
-        // Leader {0->0, 1->100, 2->150}, LEO 200; the old leader has {0->0, 1->100}, LEO 170.
-        let (_d, leader) = cache(&[(0, 0), (1, 100), (2, 150)]);
-        assert_eq!(leader.end_offset_for(1, 200), (1, 150));
-        assert_eq!(leader.end_offset_for(2, 200), (2, 200));
-        assert_eq!(leader.end_offset_for(0, 200), (0, 100));
-        assert_eq!(leader.end_offset_for(3, 200), (-1, -1));
-        assert_eq!(leader.end_offset_for(-1, 200), (-1, -1));
-        let (_d2, follower) = cache(&[(0, 0), (1, 100)]);
-        let (_, leader_end) = leader.end_offset_for(follower.latest_epoch().unwrap(), 200);
-        let (_, own_end) = follower.end_offset_for(1, 170);
-        assert_eq!(leader_end.min(own_end), 150);
-    }
-
-    #[test]
-    fn gaps_and_old_epochs() {
-        let (_d, c) = cache(&[(2, 10), (5, 40)]);
-        assert_eq!(c.end_offset_for(3, 90), (2, 40));
-        assert_eq!(c.end_offset_for(1, 90), (1, 10));
-        let (_d, empty) = cache(&[]);
-        assert_eq!(empty.end_offset_for(0, 0), (-1, -1));
-    }
-
-    #[test]
-    fn assign_is_monotonic_and_persists() {
-        let (d, mut c) = cache(&[(0, 0), (1, 100), (2, 150)]);
-        c.assign(2, 160).unwrap(); // same epoch, later offset: no change
-        assert_eq!(c.entries(), &[(0, 0), (1, 100), (2, 150)]);
-        c.assign(3, 120).unwrap(); // conflicts with (2, 150)
-        assert_eq!(c.entries(), &[(0, 0), (1, 100), (3, 120)]);
-        let reloaded = LeaderEpochCache::load(d.path());
-        assert_eq!(reloaded.entries(), c.entries());
+    fn changes_are_persisted_in_kafkas_format() {
+        let (d, mut f) = file(&[(0, 0), (1, 100), (2, 150)]);
+        f.assign(2, 160).unwrap(); // same epoch, later offset: no change
+        f.assign(3, 120).unwrap(); // conflicts with (2, 150)
+        assert_eq!(pairs(&f), [(0, 0), (1, 100), (3, 120)]);
         let text = std::fs::read_to_string(d.path().join(EPOCH_FILE)).unwrap();
         assert_eq!(text, "0\n3\n0 0\n1 100\n3 120\n");
+        assert_eq!(pairs(&EpochFile::load(d.path())), pairs(&f));
     }
 
     #[test]
-    fn truncation_at_both_ends() {
-        let (_d, mut c) = cache(&[(0, 0), (1, 100), (2, 150)]);
-        c.truncate_from_end(150).unwrap();
-        assert_eq!(c.entries(), &[(0, 0), (1, 100)]);
-        c.truncate_from_start(120).unwrap();
-        assert_eq!(c.entries(), &[(1, 120)]);
-        let (_d, mut c) = cache(&[(0, 0), (1, 100)]);
-        c.truncate_from_start(100).unwrap();
-        assert_eq!(c.entries(), &[(1, 100)]);
+    fn truncation_at_both_ends_survives_a_reload() {
+        let (d, mut f) = file(&[(0, 0), (1, 100), (2, 150)]);
+        f.truncate_from_end(150).unwrap();
+        f.truncate_from_start(120).unwrap();
+        assert_eq!(pairs(&f), [(1, 120)]);
+        assert_eq!(pairs(&EpochFile::load(d.path())), [(1, 120)]);
+    }
+
+    #[test]
+    fn an_unchanged_cache_writes_no_file() {
+        let (d, mut f) = file(&[]);
+        f.truncate_from_end(10).unwrap();
+        f.truncate_from_start(10).unwrap();
+        f.assign(-1, 5).unwrap();
+        assert!(!d.path().join(EPOCH_FILE).exists());
+    }
+
+    #[test]
+    fn a_non_monotonic_checkpoint_loads_as_kafka_assigns_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(EPOCH_FILE), "0\n3\n0 0\n2 50\n1 80\n").unwrap();
+        assert_eq!(pairs(&EpochFile::load(dir.path())), [(0, 0), (1, 80)]);
     }
 }

@@ -45,10 +45,6 @@ pub use placement::{
     validate_manual_assignment, PlacementPolicy,
 };
 pub use records::{ConfigResource, MetadataRecord};
-pub use replication::{
-    AcksOutcome, EpochEndOffset, EpochEntry, FetchOutcome, LeaderConfig, LeaderEpochCache,
-    LeaderPartitionState, TruncationState,
-};
 pub use state_machine::{IllegalTransition, PartitionState, ReplicaState, StateChangeEvent};
 pub use topic_config::{
     describe_topic_configs, effective_topic_config, validate_topic_config, BrokerDefaults,

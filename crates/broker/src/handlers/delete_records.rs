@@ -66,9 +66,8 @@ pub async fn handle(
         );
     }
     loop {
-        let notified = broker.replicas.appended.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
+        // Subscribed before the low watermarks are read, so a move in between is not missed.
+        let mut watches: Vec<_> = waiting.iter().map(|w| w.partition.subscribe()).collect();
         waiting.retain(|w| match w.partition.low_watermark() {
             Some(low) if low >= w.target => {
                 topics[w.topic].partitions[w.at] = result(w.partition.index, code::NONE, low);
@@ -85,7 +84,7 @@ pub async fn handle(
             break;
         }
         tokio::select! {
-            _ = &mut notified => {}
+            _ = crate::partition::any_progress(watches.iter_mut()) => {}
             _ = tokio::time::sleep_until(deadline) => break,
         }
     }
@@ -105,7 +104,7 @@ fn delete_locally(
         Err(code) => return (result(index, code, -1), None),
     };
     let deleted = {
-        let mut log = partition.log.lock();
+        let mut log = partition.lock_log();
         let hw = log.high_watermark();
         let target = if offset == -1 { hw } else { offset };
         if target < 0 || target > hw {

@@ -1,5 +1,6 @@
 //! Fetch (API 1): whole batches from the log, up to the high watermark for consumers, with long
-//! polling (`max_wait_ms` / `min_bytes`) woken by appends. Sessionless (session id 0), which
+//! polling (`max_wait_ms` / `min_bytes`) woken by the progress of the requested partitions only
+//! (a wake-up checks their offsets before reading anything). Sessionless (session id 0), which
 //! KIP-227 allows: every response is a full response. v13+ name topics by id.
 //!
 //! Bounded as Kafka's `ReplicaManager.readFromLog` (KIP-74): the response carries at most
@@ -20,17 +21,18 @@ use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
-    EpochEndOffset, FetchableTopicResponse, PartitionData,
+    EpochEndOffset as FetchEpochEndOffset, FetchableTopicResponse, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use runnel_log::{LogError, ReadPlan, ReadResult};
-use runnel_metadata::replication::{check_follower_fetch, FollowerIdentity};
+use runnel_replication::{
+    check_follower_fetch, check_leader_epoch, EpochEndOffset, FollowerIdentity,
+};
 use uuid::Uuid;
 
-use super::check_leader_epoch;
 use crate::context::Broker;
 use crate::errors::code;
-use crate::partition::Partition;
+use crate::partition::{any_progress, FollowerPosition, Partition, Progress};
 
 /// Bytes of a response that are not records, per partition and per topic (an overestimate),
 /// so the records budget keeps the whole response within `i32::MAX`.
@@ -149,13 +151,12 @@ impl Plan {
 }
 
 pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {
-    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let max_wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + max_wait;
     let plan = Arc::new(Plan::new(broker, request, version));
     loop {
-        let notified = broker.replicas.appended.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
+        // Subscribed before the read: an append in between is not missed.
+        let mut watched = watch_partitions(broker, &plan);
         let (b, p) = (broker.clone(), plan.clone());
         let pass = tokio::task::spawn_blocking(move || read_once(&b, &p)).await;
         let Ok((response, bytes, errors)) = pass else {
@@ -166,9 +167,52 @@ pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -
         if bytes >= plan.min_bytes || errors || now >= deadline {
             return response;
         }
+        wait_for_news(&mut watched, plan.follower.is_some(), deadline).await;
+    }
+}
+
+/// A requested partition hosted here, watched during the long poll.
+struct Watched {
+    fetch_offset: i64,
+    seen: Progress,
+    rx: tokio::sync::watch::Receiver<Progress>,
+}
+
+fn watch_partitions(broker: &Broker, plan: &Plan) -> Vec<Watched> {
+    plan.wanted
+        .iter()
+        .filter_map(|w| {
+            let name = plan.topics[w.topic].resolved.as_ref()?;
+            let partition = broker.replicas.get(name, w.fetch.partition)?;
+            let rx = partition.subscribe();
+            let seen = *rx.borrow();
+            Some(Watched {
+                fetch_offset: w.fetch.fetch_offset,
+                seen,
+                rx,
+            })
+        })
+        .collect()
+}
+
+/// Sleeps until one of the partitions has something past its fetch offset (or changed
+/// leadership), or the deadline: the offsets are checked on every wake-up before anything is
+/// read, so appends elsewhere, or below what this fetch waits for, cost it nothing.
+async fn wait_for_news(watched: &mut [Watched], follower: bool, deadline: tokio::time::Instant) {
+    loop {
+        // A closed watch is a partition that left this broker: the read reports it.
+        let news = watched.iter().any(|w| {
+            w.rx.has_changed().is_err()
+                || w.rx
+                    .borrow()
+                    .has_news_for(&w.seen, w.fetch_offset, follower)
+        });
+        if news {
+            return;
+        }
         tokio::select! {
-            _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline) => {}
+            _ = any_progress(watched.iter_mut().map(|w| &mut w.rx)) => {}
+            _ = tokio::time::sleep_until(deadline) => return,
         }
     }
 }
@@ -257,8 +301,7 @@ fn read_partition(
     if role.leader != broker.node_id {
         return Answer::error(partition_error(index, code::NOT_LEADER_OR_FOLLOWER));
     }
-    let epoch_error = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch);
-    if epoch_error != code::NONE {
+    if let Err(epoch_error) = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch) {
         return Answer::error(partition_error(index, epoch_error));
     }
     if let Some(who) = plan.follower {
@@ -272,7 +315,7 @@ fn read_partition(
     }
     // Locate under the lock, read without it.
     let located = {
-        let log = partition.log.lock();
+        let log = partition.lock_log();
         let hw = log.high_watermark();
         let upper = if plan.follower.is_some() {
             log.log_end_offset()
@@ -341,7 +384,7 @@ enum Located {
 
 /// A verified follower's fetch position: `Some` answers a diverging log (nothing is read);
 /// otherwise a position inside our log is recorded as the follower's LEO and log start (it may
-/// move the HW, the ISR and the low watermark).
+/// move the HW, the ISR and the low watermark) by [`Partition::serve_follower_fetch`].
 fn follower_position(
     broker: &Arc<Broker>,
     partition: &Arc<Partition>,
@@ -350,62 +393,68 @@ fn follower_position(
     plan: &Plan,
 ) -> Option<Answer> {
     let index = fp.partition;
-    // One look at the log decides what the follower's position means.
-    let (diverged, in_log) = {
-        let log = partition.log.lock();
-        let diverged = (plan.version >= 12 && fp.last_fetched_epoch >= 0)
-            .then(|| log.end_offset_for_epoch(fp.last_fetched_epoch))
-            .filter(|&(epoch, end)| {
-                epoch < 0 || end < 0 || epoch != fp.last_fetched_epoch || end < fp.fetch_offset
-            })
-            .map(|epoch_end| (epoch_end, log.high_watermark(), log.log_start_offset()));
-        let in_log =
-            fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
-        (diverged, in_log)
-    };
-    if let Some(((epoch, end), hw, log_start)) = diverged {
-        // Its fetch position is not a position in *our* log, so it neither moves the HW nor
-        // earns an ISR place (as in Kafka).
-        return Some(Answer::error(if epoch < 0 || end < 0 {
-            // We know no epoch at or below the follower's: its log cannot be matched with
-            // ours (Kafka answers OFFSET_OUT_OF_RANGE and the follower falls back to our HW).
-            partition_error(index, code::OFFSET_OUT_OF_RANGE)
-                .with_high_watermark(hw)
-                .with_last_stable_offset(hw)
-                .with_log_start_offset(log_start)
-        } else {
-            // The follower's log diverged from ours: tell it where to truncate (KIP-595).
-            PartitionData::default()
-                .with_partition_index(index)
-                .with_high_watermark(hw)
-                .with_last_stable_offset(hw)
-                .with_log_start_offset(log_start)
-                .with_diverging_epoch(
-                    EpochEndOffset::default()
-                        .with_epoch(epoch)
-                        .with_end_offset(end),
-                )
-                .with_preferred_read_replica(BrokerId(-1))
-                .with_records(Some(Default::default()))
-        }));
-    }
-    // The fetch position is the follower's LEO: it may move the HW (spec E.3). A position
-    // outside our log is answered OFFSET_OUT_OF_RANGE by the read and counts for nothing.
-    if in_log {
-        let outcome = partition.record_follower_fetch(replica_id, fp.fetch_offset);
-        let log_start_changed =
-            partition.record_follower_log_start(replica_id, fp.log_start_offset);
-        if outcome.hw_changed || log_start_changed {
-            broker.replicas.appended.notify_waiters();
+    let last_fetched_epoch = (plan.version >= 12).then_some(fp.last_fetched_epoch);
+    let position = partition.serve_follower_fetch(
+        replica_id,
+        fp.fetch_offset,
+        last_fetched_epoch,
+        fp.log_start_offset,
+    );
+    match position {
+        FollowerPosition::Diverging {
+            epoch_end,
+            high_watermark: hw,
+            log_start_offset,
+        } => Some(Answer::error(diverging_answer(
+            index,
+            epoch_end,
+            hw,
+            log_start_offset,
+        ))),
+        FollowerPosition::Recorded { propose } => {
+            if let Some(request) = propose {
+                crate::isr::propose(broker.controller.clone(), partition.clone(), request);
+            }
+            None
         }
-        if let Some(request) = outcome.propose {
-            crate::isr::propose(
-                broker.controller.clone(),
-                broker.replicas.clone(),
-                partition.clone(),
-                request,
-            );
-        }
+        // The read answers OFFSET_OUT_OF_RANGE; the position counts for nothing.
+        FollowerPosition::OutsideLog => None,
     }
-    None
+}
+
+/// The answer to a follower whose log diverged from ours (KIP-595's DivergingEpoch): where
+/// to truncate, no records. Its fetch position is not a position in *our* log, so it neither
+/// moved the HW nor earned an ISR place (as in Kafka).
+///
+/// An undefined answer (`runnel_replication::EpochEndOffset::UNDEFINED`: we know no epoch at
+/// or below the follower's) cannot travel as a DivergingEpoch: the field's -1 epoch means
+/// "none" on the wire (Kafka's `FetchResponse.isDivergingEpoch`). It is answered
+/// OFFSET_OUT_OF_RANGE with our HW instead, as before; the follower then cuts back to our
+/// HW. A leader records its own epoch at its LEO on election, and fencing has checked that
+/// the follower fetches in that epoch, so a follower's last fetched epoch is never above our
+/// latest and this answer needs a leader whose epoch cache is empty.
+fn diverging_answer(
+    index: i32,
+    epoch_end: EpochEndOffset,
+    hw: i64,
+    log_start: i64,
+) -> PartitionData {
+    if epoch_end.epoch < 0 || epoch_end.end_offset < 0 {
+        return partition_error(index, code::OFFSET_OUT_OF_RANGE)
+            .with_high_watermark(hw)
+            .with_last_stable_offset(hw)
+            .with_log_start_offset(log_start);
+    }
+    PartitionData::default()
+        .with_partition_index(index)
+        .with_high_watermark(hw)
+        .with_last_stable_offset(hw)
+        .with_log_start_offset(log_start)
+        .with_diverging_epoch(
+            FetchEpochEndOffset::default()
+                .with_epoch(epoch_end.epoch)
+                .with_end_offset(epoch_end.end_offset),
+        )
+        .with_preferred_read_replica(BrokerId(-1))
+        .with_records(Some(Default::default()))
 }

@@ -49,7 +49,7 @@ pub async fn handle(
                     if epoch_error != code::NONE {
                         return failed(index, epoch_error);
                     }
-                    let log = partition.log.lock();
+                    let log = partition.lock_log();
                     let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
                     let found = match p.timestamp {
                         EARLIEST => Some((log.log_start_offset(), -1, latest_epoch)),

@@ -53,14 +53,10 @@ pub fn led_partition(
     }
 }
 
-/// Checks a client's leader epoch against ours (KIP-320): -1 disables the check.
+/// Checks a client's leader epoch against ours (KIP-320, the one rule
+/// `runnel_replication::check_leader_epoch`) as an error code, `NONE` when it passes.
 pub fn check_leader_epoch(requested: i32, current: i32) -> i16 {
-    use crate::errors::code;
-    if requested == -1 || requested == current {
-        code::NONE
-    } else if requested < current {
-        code::FENCED_LEADER_EPOCH
-    } else {
-        code::UNKNOWN_LEADER_EPOCH
-    }
+    runnel_replication::check_leader_epoch(requested, current)
+        .err()
+        .unwrap_or(crate::errors::code::NONE)
 }

@@ -44,7 +44,7 @@ pub async fn handle(
                         return failed(p.partition, epoch_error);
                     }
                     let (epoch, end_offset) =
-                        partition.log.lock().end_offset_for_epoch(p.leader_epoch);
+                        partition.lock_log().end_offset_for_epoch(p.leader_epoch);
                     EpochEndOffset::default()
                         .with_partition(p.partition)
                         .with_leader_epoch(epoch)

@@ -1,8 +1,13 @@
 //! Produce (API 0): validate batch headers, append the producer's bytes once, acknowledge per
-//! `acks` (and after the fsync group commit when `flush.messages` demands it).
+//! `acks` (and after the fsync group commit when `flush.messages` demands it). With acks=all
+//! every partition of the request waits for its replication at once, under one deadline
+//! (Kafka's `DelayedProduce`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
+use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use runnel_log::batch::BatchHeader;
@@ -10,6 +15,7 @@ use runnel_log::batch::BatchHeader;
 use super::str_bytes;
 use crate::context::Broker;
 use crate::errors::code;
+use crate::partition::{join_all, Appended, Partition, Replicated};
 
 const ZSTD: u8 = 4;
 
@@ -23,149 +29,179 @@ fn error(index: i32, code: i16, message: &str) -> PartitionProduceResponse {
         .with_error_message((!message.is_empty()).then(|| str_bytes(message)))
 }
 
+/// One partition of the request: answered at once, or appended and waiting for its fsync
+/// (`flush.messages`) and, with acks=all, its replication.
+enum Slot {
+    Answered(PartitionProduceResponse),
+    Appended {
+        partition: Arc<Partition>,
+        appended: Appended,
+        needs_flush: bool,
+    },
+}
+
 pub async fn handle(
     broker: &Arc<Broker>,
     request: ProduceRequest,
     version: i16,
 ) -> ProduceResponse {
     let acks = request.acks;
-    let timeout_ms = request.timeout_ms;
-    let acks_valid = matches!(acks, -1..=1);
-    let mut topics = Vec::with_capacity(request.topic_data.len());
+    // One deadline for the whole request, as Kafka's DelayedProduce: every partition waits
+    // for its replication at the same time, not one after the other.
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+    let mut names = Vec::with_capacity(request.topic_data.len());
+    let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
-        let name = topic.name.0.as_str();
-        let mut partitions = Vec::with_capacity(topic.partition_data.len());
-        for data in topic.partition_data {
-            let index = data.index;
-            if !acks_valid {
-                partitions.push(error(index, code::INVALID_REQUIRED_ACKS, ""));
-                continue;
-            }
-            // Internal topics are written by the broker itself (the group coordinator appends
-            // to `__consumer_offsets` directly, not through this handler), never by clients.
-            if runnel_metadata::is_internal(name) {
-                partitions.push(error(
-                    index,
-                    code::INVALID_TOPIC_EXCEPTION,
-                    &format!("Cannot append to internal topic {name}"),
-                ));
-                continue;
-            }
-            let Some(partition) = broker.replicas.get(name, index) else {
-                let code = if broker.image().partition(name, index).is_some() {
-                    code::NOT_LEADER_OR_FOLLOWER
-                } else {
-                    code::UNKNOWN_TOPIC_OR_PARTITION
-                };
-                partitions.push(error(index, code, ""));
-                continue;
-            };
-            let Some(records) = data.records else {
-                partitions.push(error(
-                    index,
-                    code::INVALID_RECORD,
-                    "Produce request without records",
-                ));
-                continue;
-            };
-            if version < 7 && uses_zstd(&records) {
-                partitions.push(error(
-                    index,
-                    code::UNSUPPORTED_COMPRESSION_TYPE,
-                    "zstd needs Produce v7 or later",
-                ));
-                continue;
-            }
-            if version >= 3 && holds_more_than_one_batch(&records) {
-                // Kafka's ProduceRequest.validateRecords: this bounds what one request can add
-                // to the idempotent-producer state to one producer per partition.
-                partitions.push(error(
-                    index,
-                    code::INVALID_RECORD,
-                    &format!(
-                        "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
-                    ),
-                ));
-                continue;
-            }
-            match partition.append_as_leader(&records, broker.node_id, acks) {
-                Ok(appended) => {
-                    if !appended.duplicate {
-                        // Wake long-polling fetches now: followers must see it for acks=all.
-                        broker.replicas.appended.notify_waiters();
-                    }
-                    let needs_flush = !appended.duplicate && partition.needs_flush();
-                    if needs_flush {
-                        if let Err(e) = partition.wait_flushed(appended.last_offset + 1).await {
-                            tracing::error!(topic = %name, partition = index, error = %e, "fsync failed");
-                            partitions.push(error(
-                                index,
-                                code::KAFKA_STORAGE_ERROR,
-                                &e.to_string(),
-                            ));
-                            continue;
-                        }
-                    }
-                    if acks == -1 {
-                        let deadline = tokio::time::Instant::now()
-                            + std::time::Duration::from_millis(timeout_ms.max(0) as u64);
-                        match wait_for_high_watermark(
-                            broker,
-                            &partition,
-                            appended.last_offset + 1,
-                            appended.leader_epoch,
-                            deadline,
-                        )
-                        .await
-                        {
-                            Replicated::Yes => {}
-                            Replicated::TimedOut => {
-                                partitions.push(error(
-                                    index,
-                                    code::REQUEST_TIMED_OUT,
-                                    "the in-sync replicas did not confirm the write in time",
-                                ));
-                                continue;
-                            }
-                            Replicated::LeadershipMoved => {
-                                partitions.push(error(
-                                    index,
-                                    code::NOT_LEADER_OR_FOLLOWER,
-                                    "the leadership moved before the in-sync replicas confirmed the write",
-                                ));
-                                continue;
-                            }
-                        }
-                        // Written and replicated, but the ISR shrank below the minimum meanwhile
-                        // (spec E.4): the client learns its durability guarantee was not met.
-                        let role = partition.role();
-                        if role.isr.len() < role.config.min_insync_replicas.max(1) as usize {
-                            partitions.push(error(
-                                index,
-                                code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                                "the in-sync replica set shrank below min.insync.replicas after the append",
-                            ));
-                            continue;
-                        }
-                    }
-                    partitions.push(
-                        PartitionProduceResponse::default()
-                            .with_index(index)
-                            .with_base_offset(appended.base_offset)
-                            .with_log_append_time_ms(appended.log_append_time)
-                            .with_log_start_offset(appended.log_start_offset),
-                    );
-                }
-                Err((code, message)) => partitions.push(error(index, code, &message)),
-            }
-        }
-        topics.push(
+        let name = topic.name.0.to_string();
+        let appended = topic
+            .partition_data
+            .into_iter()
+            .map(|data| (data.index, append(broker, &name, data, acks, version)))
+            .collect();
+        names.push(topic.name);
+        slots.push(appended);
+    }
+    let waits: Vec<Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>> = slots
+        .iter()
+        .flatten()
+        .map(|(index, slot)| {
+            Box::pin(complete(*index, slot, acks, deadline))
+                as Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>
+        })
+        .collect();
+    let mut answers = join_all(waits).await.into_iter();
+    let topics = names
+        .into_iter()
+        .zip(&slots)
+        .map(|(name, partitions)| {
             TopicProduceResponse::default()
-                .with_name(topic.name)
-                .with_partition_responses(partitions),
+                .with_name(name)
+                .with_partition_responses(answers.by_ref().take(partitions.len()).collect())
+        })
+        .collect();
+    fit_to_version(ProduceResponse::default().with_responses(topics), version)
+}
+
+/// Validates and appends one partition's records as the leader.
+fn append(
+    broker: &Arc<Broker>,
+    name: &str,
+    data: PartitionProduceData,
+    acks: i16,
+    version: i16,
+) -> Slot {
+    let index = data.index;
+    let refuse = |code: i16, message: &str| Slot::Answered(error(index, code, message));
+    if !matches!(acks, -1..=1) {
+        return refuse(code::INVALID_REQUIRED_ACKS, "");
+    }
+    // Internal topics are written by the broker itself (the group coordinator appends to
+    // `__consumer_offsets` directly, not through this handler), never by clients.
+    if runnel_metadata::is_internal(name) {
+        return refuse(
+            code::INVALID_TOPIC_EXCEPTION,
+            &format!("Cannot append to internal topic {name}"),
         );
     }
-    fit_to_version(ProduceResponse::default().with_responses(topics), version)
+    let Some(partition) = broker.replicas.get(name, index) else {
+        let code = if broker.image().partition(name, index).is_some() {
+            code::NOT_LEADER_OR_FOLLOWER
+        } else {
+            code::UNKNOWN_TOPIC_OR_PARTITION
+        };
+        return refuse(code, "");
+    };
+    let Some(records) = data.records else {
+        return refuse(code::INVALID_RECORD, "Produce request without records");
+    };
+    if version < 7 && uses_zstd(&records) {
+        return refuse(
+            code::UNSUPPORTED_COMPRESSION_TYPE,
+            "zstd needs Produce v7 or later",
+        );
+    }
+    if version >= 3 && holds_more_than_one_batch(&records) {
+        // Kafka's ProduceRequest.validateRecords: this bounds what one request can add to the
+        // idempotent-producer state to one producer per partition.
+        return refuse(
+            code::INVALID_RECORD,
+            &format!(
+                "Produce requests with version {version} are only allowed to contain exactly one record batch per partition"
+            ),
+        );
+    }
+    match partition.append_as_leader(&records, broker.node_id, acks) {
+        Ok(appended) => {
+            let needs_flush = !appended.duplicate && partition.needs_flush();
+            Slot::Appended {
+                partition,
+                appended,
+                needs_flush,
+            }
+        }
+        Err((code, message)) => refuse(code, &message),
+    }
+}
+
+/// Waits for what an appended partition's answer depends on: the fsync when
+/// `flush.messages` demands it, and with acks=all the HW (until `deadline`).
+async fn complete(
+    index: i32,
+    slot: &Slot,
+    acks: i16,
+    deadline: tokio::time::Instant,
+) -> PartitionProduceResponse {
+    let (partition, appended, needs_flush) = match slot {
+        Slot::Answered(answer) => return answer.clone(),
+        Slot::Appended {
+            partition,
+            appended,
+            needs_flush,
+        } => (partition, appended, *needs_flush),
+    };
+    if needs_flush {
+        if let Err(e) = partition.wait_flushed(appended.last_offset + 1).await {
+            tracing::error!(topic = %partition.topic, partition = index, error = %e, "fsync failed");
+            return error(index, code::KAFKA_STORAGE_ERROR, &e.to_string());
+        }
+    }
+    if acks == -1 {
+        let replicated = partition
+            .wait_replicated(appended.last_offset + 1, appended.leader_epoch, deadline)
+            .await;
+        match replicated {
+            Replicated::Done => {}
+            Replicated::TimedOut => {
+                return error(
+                    index,
+                    code::REQUEST_TIMED_OUT,
+                    "the in-sync replicas did not confirm the write in time",
+                )
+            }
+            Replicated::LeadershipMoved => {
+                return error(
+                    index,
+                    code::NOT_LEADER_OR_FOLLOWER,
+                    "the leadership moved before the in-sync replicas confirmed the write",
+                )
+            }
+            // Written and replicated, but the ISR shrank below the minimum meanwhile (spec
+            // E.4): the client learns its durability guarantee was not met.
+            Replicated::NotEnoughReplicasAfterAppend => {
+                return error(
+                    index,
+                    code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    "the in-sync replica set shrank below min.insync.replicas after the append",
+                )
+            }
+        }
+    }
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_base_offset(appended.base_offset)
+        .with_log_append_time_ms(appended.log_append_time)
+        .with_log_start_offset(appended.log_start_offset)
 }
 
 /// Clears fields the negotiated version does not carry (the encoder rejects them).
@@ -186,63 +222,13 @@ fn fit_to_version(mut response: ProduceResponse, version: i16) -> ProduceRespons
     response
 }
 
-/// How an acks=all wait ended.
-enum Replicated {
-    /// The high watermark covers the write, and this broker still leads in its epoch.
-    Yes,
-    TimedOut,
-    /// This broker no longer leads in the epoch of the append: as a follower it may truncate
-    /// the write away and later reach its offset with other records, so only the new leader
-    /// can tell (the client retries there). Kafka answers NOT_LEADER_OR_FOLLOWER too.
-    LeadershipMoved,
-}
-
-/// acks=all: waits until the high watermark covers `offset` (every ISR member has it), while
-/// this broker leads in `leader_epoch`.
-async fn wait_for_high_watermark(
-    broker: &Arc<Broker>,
-    partition: &crate::partition::Partition,
-    offset: i64,
-    leader_epoch: i32,
-    deadline: tokio::time::Instant,
-) -> Replicated {
-    let check = || {
-        // The HW first, then the role: a follower's HW only moves after its role changed.
-        let hw = partition.log.lock().high_watermark();
-        let role = partition.role();
-        if role.leader != broker.node_id || role.leader_epoch != leader_epoch {
-            Some(Replicated::LeadershipMoved)
-        } else if hw >= offset {
-            Some(Replicated::Yes)
-        } else {
-            None
-        }
-    };
-    loop {
-        let notified = broker.replicas.appended.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if let Some(done) = check() {
-            return done;
-        }
-        // HW moves and leadership changes both notify `appended` (the replica manager wakes
-        // waiters after applying every image), so no polling is needed.
-        tokio::select! {
-            _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline) => {
-                return check().unwrap_or(Replicated::TimedOut);
-            }
-        }
-    }
-}
-
-/// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).
 /// Whether `records` starts with a complete batch followed by more bytes (a header that does
 /// not parse is left to the append's validation, which names the problem).
 fn holds_more_than_one_batch(records: &[u8]) -> bool {
     BatchHeader::parse(records).is_ok_and(|h| h.total_size() < records.len())
 }
 
+/// Whether any batch in the blob is zstd-compressed (headers only; bad framing is caught later).
 fn uses_zstd(records: &[u8]) -> bool {
     let mut rest = records;
     while let Ok(h) = BatchHeader::parse(rest) {

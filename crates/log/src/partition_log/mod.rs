@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use crate::config::LogConfig;
-use crate::epoch_cache::LeaderEpochCache;
+use crate::epoch_cache::EpochFile;
 use crate::error::LogError;
 use crate::segment::Segment;
 
@@ -85,7 +85,7 @@ pub struct PartitionLog {
     log_start_offset: i64,
     high_watermark: i64,
     recovery_point: i64,
-    epochs: LeaderEpochCache,
+    epochs: EpochFile,
     /// Cleaner checkpoint: offsets below it were compacted (`cleaner-offset-checkpoint`).
     cleaner_checkpoint: i64,
     /// Earliest delete horizon of a cleaned batch that still holds tombstones, as far as this
@@ -145,7 +145,16 @@ impl PartitionLog {
     /// `(-1, -1)` if unknown; as in Kafka, an epoch older than every entry answers
     /// `(requested, first start offset)`.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
-        self.epochs.end_offset_for(epoch, self.log_end_offset())
+        let answer = self
+            .epochs
+            .cache()
+            .end_offset_for(epoch, self.log_end_offset());
+        (answer.epoch, answer.end_offset)
+    }
+
+    /// The leader-epoch cache, for the replication rules (`runnel_replication::truncation`).
+    pub fn epoch_cache(&self) -> &runnel_replication::LeaderEpochCache {
+        self.epochs.cache()
     }
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs.latest_epoch()
@@ -161,7 +170,12 @@ impl PartitionLog {
 
     /// The `(epoch, start offset)` entries of the leader-epoch cache.
     pub fn epoch_entries(&self) -> Vec<(i32, i64)> {
-        self.epochs.entries().to_vec()
+        self.epochs
+            .cache()
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect()
     }
 
     fn active(&self) -> &Segment {

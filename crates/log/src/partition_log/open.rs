@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::{PartitionLog, RecoveryHint};
 use crate::checkpoint::sync_dir;
 use crate::config::LogConfig;
-use crate::epoch_cache::LeaderEpochCache;
+use crate::epoch_cache::EpochFile;
 use crate::error::LogError;
 use crate::segment::{
     parse_log_file_name, segment_path, ScanOutcome, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX,
@@ -37,7 +37,7 @@ impl PartitionLog {
         // Interrupted compaction swaps first: their `.swap` files are not leftovers.
         crate::cleaner::swap::recover(&dir)?;
         let bases = Self::clean_leftovers(&dir)?;
-        let mut epochs = LeaderEpochCache::load(&dir);
+        let mut epochs = EpochFile::load(&dir);
         let interval = config.index_interval_bytes;
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
         let bases: Vec<i64> = bases.into_iter().collect();

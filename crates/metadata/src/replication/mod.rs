@@ -1,38 +1,16 @@
-//! The pure decision logic of replication (spec D.3, E, F and I.3 item 6).
+//! The controller's side of replication (spec D.3, F and I.3 item 6): leader elections,
+//! the validation of AlterPartition, and the leader imbalance. The partition's own rules
+//! (leader state, epochs, truncation, acks, fencing) are the pure crate `runnel_replication`,
+//! which this module builds on.
 //!
-//! The broker is the imperative shell: its follower fetchers, partition leaders and controller
-//! feed events in (a follower's fetch, a leader append, a tick with `now_ms`, a committed
-//! partition change) and act on the decisions that come out (answer a parked acks=all
-//! produce, send an AlterPartition, truncate a log, write a PartitionChange record). Nothing
-//! here does I/O or reads a clock, so every rule is checked in isolation by the tests under
-//! `crates/metadata/tests/replication/`.
-//!
-//! One idea per file:
-//!
-//! * [`follower`]: what a leader knows about one follower, and E.2's "caught up" rule;
-//! * [`follower_fetch`]: who may fetch as a follower (a replica with its broker epoch);
-//! * [`leader_state`]: one partition on its leader: ISR with pending changes, HW (E.3),
-//!   shrink / expand (E.2), acks=all (E.4);
-//! * [`acks`]: the acks=all decisions in isolation (E.4);
-//! * [`fencing`]: the leader-epoch check of the data path (E.7);
-//! * [`epoch_cache`]: a replica's leader-epoch cache and OffsetForLeaderEpoch (E.5);
-//! * [`truncation`]: where a follower truncates, and the leader's DivergingEpoch (E.5);
 //! * [`election`]: the D.3 leader-election strategies and ElectLeaders' result codes;
 //! * [`imbalance`]: the per-broker leader imbalance and the auto-rebalance decision (F);
 //! * [`alter_partition`]: the controller's validation of AlterPartition (I.3 item 6).
 
-pub mod acks;
 pub mod alter_partition;
 pub mod election;
-pub mod epoch_cache;
-pub mod fencing;
-pub mod follower;
-pub mod follower_fetch;
 pub mod imbalance;
-pub mod leader_state;
-pub mod truncation;
 
-pub use acks::{acks_all_outcome, check_min_isr, AcksOutcome, NotEnoughReplicas};
 pub use alter_partition::{
     validate_alter_partition, AlterPartitionDecision, AlterPartitionRequest,
 };
@@ -40,35 +18,7 @@ pub use election::{
     controlled_shutdown_election, elect_leaders, initial_election, offline_election,
     preferred_election, reassign_election, ElectLeadersType, Election,
 };
-pub use epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
-pub use fencing::check_leader_epoch;
-pub use follower::{FollowerState, UNKNOWN_OFFSET};
-pub use follower_fetch::{check_follower_fetch, FollowerIdentity};
 pub use imbalance::{
     auto_rebalance, imbalance_by_broker, BrokerImbalance, PartitionLeadership, RebalancePlan,
 };
-pub use leader_state::{
-    AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome, LeaderConfig,
-    LeaderPartitionState,
-};
-pub use truncation::{diverging_epoch, truncation_point, TruncationState};
-
-/// Kafka error codes of the replication path. They live here rather than in
-/// [`crate::errors::codes`] so this module stays self-contained; the values are Kafka's.
-pub mod codes {
-    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const NOT_ENOUGH_REPLICAS: i16 = 19;
-    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-    pub const NOT_CONTROLLER: i16 = 41;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const FENCED_LEADER_EPOCH: i16 = 74;
-    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
-    pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
-    pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
-    pub const ELECTION_NOT_NEEDED: i16 = 84;
-    pub const INVALID_UPDATE_VERSION: i16 = 95;
-    pub const UNKNOWN_TOPIC_ID: i16 = 100;
-    pub const INELIGIBLE_REPLICA: i16 = 107;
-}
+pub use runnel_replication::codes;

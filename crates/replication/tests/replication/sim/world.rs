@@ -541,7 +541,7 @@ impl World {
         let _ = writeln!(s, "params: {:?}", self.p);
         let _ = writeln!(
             s,
-            "reproduce: SIM_SEED={} cargo test -p runnel-metadata --test replication sim",
+            "reproduce: SIM_SEED={} cargo test -p runnel-replication --test replication sim",
             self.p.seed
         );
         let _ = writeln!(s, "\nlast events (tick: event):");

@@ -71,14 +71,15 @@ impl LeaderEpochCache {
     /// latest epoch already at or before that offset; otherwise every tail entry with an epoch
     /// `>=` or a start offset `>=` the new one is removed first, keeping the cache monotonic
     /// (an epoch in which a leader wrote nothing is thus superseded by the next one).
-    /// Negative values are ignored (batches without an epoch).
-    pub fn assign(&mut self, epoch: i32, start_offset: i64) {
+    /// Negative values are ignored (batches without an epoch). Returns whether the cache
+    /// changed (the log persists its checkpoint only then).
+    pub fn assign(&mut self, epoch: i32, start_offset: i64) -> bool {
         if epoch < 0 || start_offset < 0 {
-            return;
+            return false;
         }
         if let Some(last) = self.entries.last() {
             if last.epoch == epoch && start_offset >= last.start_offset {
-                return;
+                return false;
             }
         }
         while let Some(last) = self.entries.last() {
@@ -92,37 +93,43 @@ impl LeaderEpochCache {
             epoch,
             start_offset,
         });
+        true
     }
 
     /// The log was truncated to `end_offset`: epochs that started at or after it are gone.
-    pub fn truncate_from_end(&mut self, end_offset: i64) {
+    /// Returns whether the cache changed.
+    pub fn truncate_from_end(&mut self, end_offset: i64) -> bool {
         if end_offset < 0 {
-            return;
+            return false;
         }
+        let before = self.entries.len();
         self.entries.retain(|e| e.start_offset < end_offset);
+        self.entries.len() != before
     }
 
     /// The log start moved to `start_offset` (retention, DeleteRecords): epochs starting at
     /// or before it are dropped, the last of them kept with its start moved up, so the epoch
-    /// of the first remaining record is still known.
-    pub fn truncate_from_start(&mut self, start_offset: i64) {
+    /// of the first remaining record is still known (Kafka's `truncateFromStart`). Returns
+    /// whether the cache changed.
+    pub fn truncate_from_start(&mut self, start_offset: i64) -> bool {
         let removed = self
             .entries
             .iter()
             .take_while(|e| e.start_offset <= start_offset)
             .count();
         if removed == 0 {
-            return;
+            return false;
         }
-        let epoch = self.entries[removed - 1].epoch;
+        let kept = EpochEntry {
+            epoch: self.entries[removed - 1].epoch,
+            start_offset,
+        };
+        if removed == 1 && self.entries[0] == kept {
+            return false;
+        }
         self.entries.drain(..removed);
-        self.entries.insert(
-            0,
-            EpochEntry {
-                epoch,
-                start_offset,
-            },
-        );
+        self.entries.insert(0, kept);
+        true
     }
 
     /// OffsetForLeaderEpoch on this replica whose LEO is `log_end_offset` (Kafka's

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use runnel_metadata::replication::*;
+use runnel_replication::*;
 
 const LAG: i64 = 1_000;
 const T0: i64 = 1_000_000;

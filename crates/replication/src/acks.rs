@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::codes;
+use crate::codes;
 
 /// How a parked acks=all produce stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Spec E.5: the leader-epoch cache (Kafka's `LeaderEpochFileCache`) and OffsetForLeaderEpoch.
 
-use runnel_metadata::replication::*;
+use runnel_replication::*;
 
 fn cache(entries: &[(i32, i64)]) -> LeaderEpochCache {
     LeaderEpochCache::from_entries(entries.iter().map(|&(epoch, start_offset)| EpochEntry {
@@ -135,5 +135,27 @@ fn truncate_from_start_keeps_the_epoch_of_the_first_record() {
         pairs(&c),
         [(2, 150)],
         "before the first entry: nothing to do"
+    );
+}
+
+/// The log persists its checkpoint only when the cache says it changed.
+#[test]
+fn every_change_and_only_a_change_is_reported() {
+    let mut c = LeaderEpochCache::new();
+    assert!(c.assign(0, 0));
+    assert!(!c.assign(0, 10), "same epoch, later offset");
+    assert!(!c.assign(-1, 10), "no epoch");
+    assert!(c.assign(2, 50));
+    assert!(!c.truncate_from_end(51), "nothing starts at or after 51");
+    assert!(!c.truncate_from_start(0), "already starts there");
+    assert!(c.truncate_from_start(10));
+    assert!(!c.truncate_from_start(10), "again: no change");
+    assert!(c.truncate_from_end(50));
+    assert_eq!(
+        c.entries(),
+        &[EpochEntry {
+            epoch: 0,
+            start_offset: 10
+        }]
     );
 }

@@ -8,7 +8,7 @@
 //! first cuts back to the end of the largest epoch it does know below `E'` and asks again
 //! (KIP-279), because one round only compares one epoch boundary.
 
-use super::epoch_cache::{EpochEndOffset, LeaderEpochCache};
+use crate::epoch_cache::{EpochEndOffset, LeaderEpochCache};
 
 /// Where to truncate, and whether that is final or another round is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! theirs, so a fetch without one cannot be told from a client posing as a follower and is
 //! refused like a non-replica. Both refusals are 6 NOT_LEADER_OR_FOLLOWER, Kafka's answer.
 
-use super::codes;
+use crate::codes;
 
 /// A replica id and broker epoch as carried by a Fetch request (`-1` epoch: none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::acks::{acks_all_outcome, check_min_isr, AcksOutcome, NotEnoughReplicas};
-use super::codes;
-use super::follower::FollowerState;
+use crate::acks::{acks_all_outcome, check_min_isr, AcksOutcome, NotEnoughReplicas};
+use crate::codes;
+use crate::follower::FollowerState;
 
 /// The topic-level settings the leader's decisions depend on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +272,7 @@ impl LeaderPartitionState {
     /// Kafka's `Partition.lowWatermarkIfLeader`: the smallest log start offset over the
     /// leader (`leader_log_start`) and every follower whose broker is alive (here: not
     /// fenced and not shutting down). A live follower that has not fetched since this broker
-    /// became leader counts as [`super::follower::UNKNOWN_OFFSET`], so it holds the low
+    /// became leader counts as [`crate::follower::UNKNOWN_OFFSET`], so it holds the low
     /// watermark back until it reports. DeleteRecords completes once this reaches its target
     /// (Kafka's `DelayedDeleteRecords`): then no live replica still holds deleted records that
     /// a failover could bring back.

@@ -1,5 +1,5 @@
 //! Issue 4: a deterministic simulation of replication. Three brokers (the real pure decisions
-//! of `runnel_metadata::replication` inside a small imperative shell), a controller (the real
+//! of `runnel_replication`, the code the broker runs, inside a small imperative shell), a controller (the real
 //! `MetadataImage`, `offline_election` and `validate_alter_partition`), a lossy, delaying,
 //! partitionable network, random crashes and restarts, an acks=all producer
 //! (`min.insync.replicas` = 2) and a consumer reading below the HW. Checked after every tick
@@ -28,7 +28,7 @@
 //! `SIM_SEED=N` runs one seed, `SIM_SEEDS=N` runs seeds `0..N` (default 200), `SIM_STEPS=N`
 //! changes the ticks per seed (default 3000). A failure prints the seed, its knobs, the last
 //! events and the brokers' states:
-//! `SIM_SEED=N cargo test -p runnel-metadata --test replication sim`.
+//! `SIM_SEED=N cargo test -p runnel-replication --test replication sim`.
 
 mod broker;
 mod check;

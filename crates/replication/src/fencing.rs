@@ -2,7 +2,7 @@
 //! v2+. A stale epoch means the requester missed a leader change and must refresh metadata;
 //! a newer one means *this* broker has not seen the change yet, so the requester retries.
 
-use super::codes;
+use crate::codes;
 
 /// Checks a request's `current_leader_epoch` against the partition's: -1 disables the check,
 /// older -> 74 FENCED_LEADER_EPOCH, newer -> 75 UNKNOWN_LEADER_EPOCH.

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use runnel_metadata::replication::*;
+use runnel_replication::*;
 
 const LAG: i64 = 30_000;
 const T0: i64 = 1_700_000_000_000;

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use runnel_metadata::replication::{AlterPartitionDecision, AlterPartitionRequest, EpochEndOffset};
+use runnel_metadata::replication::{AlterPartitionDecision, AlterPartitionRequest};
 use runnel_metadata::MetadataImage;
+use runnel_replication::EpochEndOffset;
 
 use super::rng::Rng;
 

@@ -10,12 +10,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use runnel_metadata::replication::{
-    check_leader_epoch, codes, diverging_epoch, truncation_point, AcksOutcome,
-    AlterPartitionFailure, AlterPartitionRequest, BecomeLeader, LeaderConfig, LeaderEpochCache,
-    LeaderPartitionState,
-};
+use runnel_metadata::replication::AlterPartitionRequest;
 use runnel_metadata::MetadataImage;
+use runnel_replication::{
+    check_leader_epoch, codes, diverging_epoch, truncation_point, AcksOutcome,
+    AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderEpochCache, LeaderPartitionState,
+};
 
 use super::net::{FetchBody, Msg, Rec, CLIENT, CONTROLLER};
 use super::world::{Ev, Mutation, World, MIN_INSYNC, TOPIC};
@@ -669,7 +669,7 @@ impl World {
         i: usize,
         from: usize,
         id: u64,
-        body: Result<runnel_metadata::replication::EpochEndOffset, i16>,
+        body: Result<runnel_replication::EpochEndOffset, i16>,
     ) {
         let tick = self.tick;
         let b = &mut self.brokers[i];

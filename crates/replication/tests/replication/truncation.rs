@@ -4,7 +4,7 @@
 //! suffix, the follower's log equals the leader's.
 
 use proptest::prelude::*;
-use runnel_metadata::replication::*;
+use runnel_replication::*;
 
 fn cache(entries: &[(i32, i64)]) -> LeaderEpochCache {
     LeaderEpochCache::from_entries(entries.iter().map(|&(epoch, start_offset)| EpochEntry {
