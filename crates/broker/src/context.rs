@@ -99,17 +99,25 @@ impl Broker {
         self.image.borrow().clone()
     }
 
-    /// The controller id clients see: the quorum leader when it is a live broker (clients can
-    /// only talk to brokers), else any live broker, as KRaft does; this node when alone.
+    /// The controller id clients see in Metadata and DescribeCluster: a random live broker, as
+    /// KRaft brokers answer (KIP-590: every broker forwards admin requests to the active
+    /// controller, so clients never chase the quorum leader, which may be dead or fenced);
+    /// -1 while no broker is live. A single node is always its own controller.
     pub fn controller_id(&self) -> i32 {
-        let Some(quorum) = &self.quorum else {
+        if self.quorum.is_none() {
             return self.node_id;
-        };
+        }
         let image = self.image();
-        let live = |id: i32| image.brokers.get(&id).is_some_and(|b| !b.fenced);
-        match quorum.leader() {
-            Some(leader) if live(leader) => leader,
-            _ => image.live_brokers().map(|b| b.id).next().unwrap_or(-1),
+        let live: Vec<i32> = image.live_brokers().map(|b| b.id).collect();
+        pick_controller_id(&live, rand::random())
+    }
+
+    /// The active controller (the quorum leader) as this node knows it, -1 while none is
+    /// known: for Runnel's own tools (the seed's `/controller` znode), never for clients.
+    pub fn active_controller_id(&self) -> i32 {
+        match &self.quorum {
+            None => self.node_id,
+            Some(quorum) => quorum.leader().unwrap_or(-1),
         }
     }
 
@@ -129,5 +137,45 @@ impl Broker {
         let mut ids = self.producer_ids.lock();
         *ids = (first + 1, first + PRODUCER_ID_BLOCK);
         Ok(first)
+    }
+}
+
+/// The broker named as controller: `live[random % len]`, or -1 when no broker is live.
+pub fn pick_controller_id(live: &[i32], random: u64) -> i32 {
+    let Ok(len) = u64::try_from(live.len()) else {
+        return -1;
+    };
+    if len == 0 {
+        return -1;
+    }
+    usize::try_from(random % len)
+        .ok()
+        .and_then(|i| live.get(i).copied())
+        .unwrap_or(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_controller_id;
+    use proptest::prelude::*;
+
+    #[test]
+    fn no_live_broker_is_no_controller() {
+        assert_eq!(pick_controller_id(&[], 7), -1);
+    }
+
+    proptest! {
+        #[test]
+        fn always_a_live_broker_and_every_one_can_be_named(
+            live in proptest::collection::btree_set(0i32..1000, 1..8),
+            random in any::<u64>(),
+        ) {
+            let live: Vec<i32> = live.into_iter().collect();
+            prop_assert!(live.contains(&pick_controller_id(&live, random)));
+            let len = live.len() as u64;
+            let named: std::collections::BTreeSet<i32> =
+                (0..len).map(|r| pick_controller_id(&live, r)).collect();
+            prop_assert_eq!(named.len(), live.len());
+        }
     }
 }
