@@ -1,10 +1,12 @@
 """Issue 15: after `kill -9` of the active controller's node, admin clients bootstrapped from
 the two surviving brokers create a topic within the election time plus a few seconds.
 
-Brokers answer a random live broker as the controller id (as KRaft brokers do) and forward
-admin requests to the active controller, waiting out the election; before, they named the
-quorum leader, so a client that asked while it was dead kept chasing it (librdkafka waits for
-the named controller to come up and never asks again: > 60 s, ~10,000 reconnects a second).
+Brokers name a live broker as the controller id, themselves while live (KRaft brokers name a
+random live one), and forward admin requests to the active controller, waiting out the
+election; before, they named the quorum leader, so a client that asked while it was dead kept
+chasing it: librdkafka waits for the named controller to come up and never asks again
+(> 60 s, ~10,000 reconnects a second). A random live broker would do that too whenever it
+drew the dead node, which stays unfenced for a session.
 
 Kafka's defaults are kept (broker.session.timeout.ms 9 s): the dead node stays registered and
 unfenced for a whole session after the election, so it may still be named as controller then.
@@ -55,9 +57,10 @@ def kill_the_controller(tmp_path, request):
     return cluster, survivors, leader, killed
 
 
-def assert_created_on_survivors(survivors, topic, leader):
-    t = wait_topic_ready(ck_admin(survivors), topic, 3)
-    assert all(p.leader != leader for p in t.partitions.values()), t.partitions
+def assert_created_on_survivors(survivors, topic):
+    # Its replicas may include the dead node: it stays unfenced until its session expires,
+    # as in Kafka, and its leaderships then move to the in-sync survivors.
+    wait_topic_ready(ck_admin(survivors), topic, 3)
 
 
 @pytest.mark.slow
@@ -72,8 +75,9 @@ def test_confluent_admin_creates_a_topic_right_after_the_controller_dies(tmp_pat
                                operation_timeout=30, request_timeout=60)
         fs[topic].result(timeout=60)
         took = time.monotonic() - killed
+        print(f"created {took:.1f} s after the kill of node {leader}")
         assert took <= ELECTION_PLUS_A_FEW, f"created {took:.1f} s after the kill"
-        assert_created_on_survivors(survivors, topic, leader)
+        assert_created_on_survivors(survivors, topic)
     finally:
         cluster.kill_all()
 
@@ -106,7 +110,8 @@ def test_kafka_python_admin_creates_a_topic_right_after_the_controller_dies(tmp_
         wait_until(create, ELECTION_PLUS_A_FEW, interval=0.2,
                    desc=f"kafka-python creating {topic} (failed attempts: {attempts})")
         took = time.monotonic() - killed
+        print(f"created {took:.1f} s after the kill of node {leader}")
         assert took <= ELECTION_PLUS_A_FEW, f"created {took:.1f} s after the kill"
-        assert_created_on_survivors(survivors, topic, leader)
+        assert_created_on_survivors(survivors, topic)
     finally:
         cluster.kill_all()

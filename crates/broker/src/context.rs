@@ -99,17 +99,21 @@ impl Broker {
         self.image.borrow().clone()
     }
 
-    /// The controller id clients see in Metadata and DescribeCluster: a random live broker, as
-    /// KRaft brokers answer (KIP-590: every broker forwards admin requests to the active
-    /// controller, so clients never chase the quorum leader, which may be dead or fenced);
-    /// -1 while no broker is live. A single node is always its own controller.
+    /// The controller id clients see in Metadata and DescribeCluster. As KRaft brokers do
+    /// (KIP-590), never the quorum leader but a live broker that forwards admin requests to
+    /// the active controller, so clients never chase a dead leader. Kafka names a random live
+    /// broker; Runnel names itself when it is live (registered and unfenced), since the
+    /// client has just reached it: a dead broker stays unfenced in the image until its
+    /// session expires, and librdkafka, once told a dead controller, waits for it to come
+    /// back instead of asking again. A random live broker otherwise, -1 while none is live. A
+    /// single node is always its own controller.
     pub fn controller_id(&self) -> i32 {
         if self.quorum.is_none() {
             return self.node_id;
         }
         let image = self.image();
         let live: Vec<i32> = image.live_brokers().map(|b| b.id).collect();
-        pick_controller_id(&live, rand::random())
+        pick_controller_id(&live, self.node_id, rand::random())
     }
 
     /// The active controller (the quorum leader) as this node knows it, -1 while none is
@@ -140,8 +144,12 @@ impl Broker {
     }
 }
 
-/// The broker named as controller: `live[random % len]`, or -1 when no broker is live.
-pub fn pick_controller_id(live: &[i32], random: u64) -> i32 {
+/// The broker named as controller: `own` when it is live, else `live[random % len]`, or -1
+/// when no broker is live.
+pub fn pick_controller_id(live: &[i32], own: i32, random: u64) -> i32 {
+    if live.contains(&own) {
+        return own;
+    }
     let Ok(len) = u64::try_from(live.len()) else {
         return -1;
     };
@@ -160,22 +168,33 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn no_live_broker_is_no_controller() {
-        assert_eq!(pick_controller_id(&[], 7), -1);
+    fn itself_when_live_else_another_live_broker() {
+        assert_eq!(pick_controller_id(&[1, 2, 3], 2, 0), 2);
+        assert_eq!(pick_controller_id(&[1, 3], 2, 1), 3);
+        assert_eq!(pick_controller_id(&[], 2, 7), -1);
     }
 
     proptest! {
         #[test]
-        fn always_a_live_broker_and_every_one_can_be_named(
-            live in proptest::collection::btree_set(0i32..1000, 1..8),
+        fn always_a_live_broker_itself_first(
+            live in proptest::collection::btree_set(0i32..20, 0..8),
+            own in 0i32..20,
             random in any::<u64>(),
         ) {
             let live: Vec<i32> = live.into_iter().collect();
-            prop_assert!(live.contains(&pick_controller_id(&live, random)));
-            let len = live.len() as u64;
-            let named: std::collections::BTreeSet<i32> =
-                (0..len).map(|r| pick_controller_id(&live, r)).collect();
-            prop_assert_eq!(named.len(), live.len());
+            let named = pick_controller_id(&live, own, random);
+            if live.is_empty() {
+                prop_assert_eq!(named, -1);
+            } else if live.contains(&own) {
+                prop_assert_eq!(named, own);
+            } else {
+                prop_assert!(live.contains(&named));
+                // Every other live broker can be named (the choice is spread).
+                let all: std::collections::BTreeSet<i32> = (0..20u64)
+                    .map(|r| pick_controller_id(&live, own, r))
+                    .collect();
+                prop_assert_eq!(all.len(), live.len());
+            }
         }
     }
 }

@@ -71,8 +71,11 @@ fn metadata_reports_every_operation_when_asked() {
     let id = metadata(&mut wire, 12, &["ops"], false, false).topics[0].topic_id;
     let req = MetadataRequest::default()
         .with_topics(Some(vec![
-            metadata_request::MetadataRequestTopic::default().with_topic_id(id),
             metadata_request::MetadataRequestTopic::default()
+                .with_name(None)
+                .with_topic_id(id),
+            metadata_request::MetadataRequestTopic::default()
+                .with_name(None)
                 .with_topic_id(uuid::Uuid::from_u128(7)),
         ]))
         .with_allow_auto_topic_creation(false)

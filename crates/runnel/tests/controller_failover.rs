@@ -1,6 +1,7 @@
-//! Issue 15 on three real processes: Metadata and DescribeCluster name a random live broker as
-//! controller (as KRaft brokers do), never a fenced one, and admin requests sent to any broker
-//! wait out an election, also when the old leader is frozen (SIGSTOP) rather than dead.
+//! Issue 15 on three real processes: Metadata and DescribeCluster name a live broker that
+//! forwards as controller, the answering broker itself (KRaft brokers name a random live one),
+//! never the dead quorum leader, and admin requests sent to any broker wait out an election,
+//! also when the old leader is frozen (SIGSTOP) rather than dead.
 
 mod support;
 
@@ -36,46 +37,35 @@ fn named_controllers(addr: &str, n: usize) -> BTreeSet<i32> {
     for _ in 0..n {
         named.insert(metadata_controller(addr).expect("metadata"));
         let (id, brokers) = describe_cluster_controller(addr).expect("describe cluster");
-        assert!(
-            brokers.contains(&id),
-            "controller {id} not among {brokers:?}"
-        );
+        assert!(brokers.contains(&id), "controller {id} not among {brokers:?}");
         named.insert(id);
     }
     named
 }
 
 #[test]
-fn a_random_live_broker_is_named_controller_and_never_a_fenced_one() {
-    let mut cluster = Cluster::start(
-        3,
-        &[
-            "broker.session.timeout.ms=2000",
-            "broker.heartbeat.interval.ms=300",
-        ],
-    );
+fn every_live_broker_names_itself_never_the_dead_leader() {
+    let mut cluster = Cluster::start(3, &[]);
     wait_until("all brokers live", || {
         (0..3).all(|i| live_broker_ids(&cluster.addr(i)) == Some(vec![1, 2, 3]))
     });
-    // 80 draws name every one of three brokers but with probability 3 * (2/3)^80 < 1e-13.
-    assert_eq!(
-        named_controllers(&cluster.addr(0), 40),
-        BTreeSet::from([1, 2, 3]),
-        "every live broker is named, not only the quorum leader"
-    );
+    for i in 0..3 {
+        let id = cluster.nodes[i].id;
+        assert_eq!(
+            named_controllers(&cluster.addr(i), 10),
+            BTreeSet::from([id]),
+            "broker {id} names itself, not the quorum leader"
+        );
+    }
     let (leader, _, _) = quorum(&cluster.addr(0)).expect("a quorum leader");
     let leader_index = cluster.index_of(leader);
     cluster.kill9(leader_index);
-    let survivors: Vec<i32> = (1..=3).filter(|&id| id != leader).collect();
-    let survivor = cluster.addr(cluster.alive()[0]);
-    wait_until("the killed broker fenced", || {
-        live_broker_ids(&survivor) == Some(survivors.clone())
-    });
-    assert_eq!(
-        named_controllers(&survivor, 30),
-        survivors.iter().copied().collect(),
-        "only live brokers are named"
-    );
+    // At once, before the election and while the dead broker is still unfenced (for its
+    // 9 s session), the case a random choice gets wrong: the survivors never name it.
+    for i in cluster.alive() {
+        let id = cluster.nodes[i].id;
+        assert_eq!(named_controllers(&cluster.addr(i), 10), BTreeSet::from([id]));
+    }
 }
 
 #[test]
@@ -106,6 +96,7 @@ fn admin_requests_wait_out_the_election_when_the_leader_freezes() {
     });
     cluster.resume(leader_index);
     for (code, took) in answers {
+        eprintln!("a survivor answered CreateTopics {took:?} after the leader froze");
         assert_eq!(code, 0, "created through a survivor");
         // Election (1-2 s after the followers miss the leader) plus a few seconds.
         assert!(

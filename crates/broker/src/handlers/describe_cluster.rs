@@ -1,7 +1,8 @@
 //! DescribeCluster (API 60): the live brokers, the cluster id and a controller id, as a Kafka
 //! broker listener answers it (`AuthHelper.computeDescribeClusterResponse` with endpoint type
-//! BROKER). The controller id is a random live broker (see `Broker::controller_id`): clients
-//! send admin requests there and the broker forwards them to the active controller. Asking a
+//! BROKER). The controller id is a live broker, this one when it is (see
+//! `Broker::controller_id`): clients send admin requests there and it forwards them to the
+//! active controller. Asking a
 //! broker listener for the controllers (endpoint type 2, KIP-919) is MISMATCHED_ENDPOINT_TYPE,
 //! as in Kafka, where only a controller listener describes the controllers; Runnel's
 //! controller listener speaks the quorum's protocol, not Kafka's.

@@ -1,6 +1,6 @@
 //! Metadata (API 3): brokers, controller and topic layout from the current image, with topic
 //! auto-creation when `auto.create.topics.enable` and the request allow it. The controller id
-//! is a random live broker, as KRaft brokers answer (see `Broker::controller_id`); the
+//! is a live broker that forwards, as with KRaft brokers (see `Broker::controller_id`); the
 //! authorized operations, when asked for, are all of them (no authorizer).
 
 pub mod authorized_operations;
