@@ -37,7 +37,10 @@ fn named_controllers(addr: &str, n: usize) -> BTreeSet<i32> {
     for _ in 0..n {
         named.insert(metadata_controller(addr).expect("metadata"));
         let (id, brokers) = describe_cluster_controller(addr).expect("describe cluster");
-        assert!(brokers.contains(&id), "controller {id} not among {brokers:?}");
+        assert!(
+            brokers.contains(&id),
+            "controller {id} not among {brokers:?}"
+        );
         named.insert(id);
     }
     named
@@ -64,7 +67,10 @@ fn every_live_broker_names_itself_never_the_dead_leader() {
     // 9 s session), the case a random choice gets wrong: the survivors never name it.
     for i in cluster.alive() {
         let id = cluster.nodes[i].id;
-        assert_eq!(named_controllers(&cluster.addr(i), 10), BTreeSet::from([id]));
+        assert_eq!(
+            named_controllers(&cluster.addr(i), 10),
+            BTreeSet::from([id])
+        );
     }
 }
 
