@@ -33,12 +33,12 @@ pub async fn fetch_quorum(cluster: &ClusterState) -> Result<QuorumView, String> 
         return Err("no node is running".into());
     }
     let ask = async {
-        let admin = Admin::new(super::super::connect(&bootstrap.join(",")).await?);
+        let admin = Admin::new(crate::cmd::connect(&bootstrap.join(",")).await?);
         anyhow::Ok(admin.describe_metadata_quorum().await?)
     };
     match tokio::time::timeout(QUORUM_TIMEOUT, ask).await {
         Err(_) => Err(format!("no answer within {} s", QUORUM_TIMEOUT.as_secs())),
-        Ok(Err(e)) => Err(super::super::error_line(&e)),
+        Ok(Err(e)) => Err(crate::cmd::error_line(&e)),
         Ok(Ok(q)) => Ok(QuorumView {
             leader_id: q.leader_id,
             epoch: q.leader_epoch,

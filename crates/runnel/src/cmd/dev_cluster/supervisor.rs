@@ -257,22 +257,20 @@ impl Supervisor {
         }
     }
 
-    fn slot_index(&self, node: u16) -> Result<usize, Reply> {
-        self.slots
-            .iter()
-            .position(|s| s.plan.id == node)
-            .ok_or_else(|| {
-                refused(&format!(
-                    "there is no node {node}: this dev cluster has nodes 1..={}",
-                    self.slots.len()
-                ))
-            })
+    fn slot_index(&self, node: u16) -> Option<usize> {
+        self.slots.iter().position(|s| s.plan.id == node)
+    }
+
+    fn no_such_node(&self, node: u16) -> Reply {
+        refused(&format!(
+            "there is no node {node}: this dev cluster has nodes 1..={}",
+            self.slots.len()
+        ))
     }
 
     fn kill(&mut self, node: u16, signal: NodeSignal) -> Reply {
-        let i = match self.slot_index(node) {
-            Ok(i) => i,
-            Err(refusal) => return refusal,
+        let Some(i) = self.slot_index(node) else {
+            return self.no_such_node(node);
         };
         let slot = &mut self.slots[i];
         let Some(process) = slot.process.as_mut() else {
@@ -302,9 +300,8 @@ impl Supervisor {
     }
 
     async fn start(&mut self, node: u16, timeout: Duration) -> Reply {
-        let i = match self.slot_index(node) {
-            Ok(i) => i,
-            Err(refusal) => return refusal,
+        let Some(i) = self.slot_index(node) else {
+            return self.no_such_node(node);
         };
         if let Some(pid) = self.slots[i].pid() {
             return refused(&format!("node {node} is already running (pid {pid})"));
