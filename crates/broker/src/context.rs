@@ -99,17 +99,29 @@ impl Broker {
         self.image.borrow().clone()
     }
 
-    /// The controller id clients see: the quorum leader when it is a live broker (clients can
-    /// only talk to brokers), else any live broker, as KRaft does; this node when alone.
+    /// The controller id clients see in Metadata and DescribeCluster. As KRaft brokers do
+    /// (KIP-590), never the quorum leader but a live broker that forwards admin requests to
+    /// the active controller, so clients never chase a dead leader. Kafka names a random live
+    /// broker; Runnel names itself when it is live (registered and unfenced), since the
+    /// client has just reached it: a dead broker stays unfenced in the image until its
+    /// session expires, and librdkafka, once told a dead controller, waits for it to come
+    /// back instead of asking again. A random live broker otherwise, -1 while none is live. A
+    /// single node is always its own controller.
     pub fn controller_id(&self) -> i32 {
-        let Some(quorum) = &self.quorum else {
+        if self.quorum.is_none() {
             return self.node_id;
-        };
+        }
         let image = self.image();
-        let live = |id: i32| image.brokers.get(&id).is_some_and(|b| !b.fenced);
-        match quorum.leader() {
-            Some(leader) if live(leader) => leader,
-            _ => image.live_brokers().map(|b| b.id).next().unwrap_or(-1),
+        let live: Vec<i32> = image.live_brokers().map(|b| b.id).collect();
+        pick_controller_id(&live, self.node_id, rand::random())
+    }
+
+    /// The active controller (the quorum leader) as this node knows it, -1 while none is
+    /// known: for Runnel's own tools (the seed's `/controller` znode), never for clients.
+    pub fn active_controller_id(&self) -> i32 {
+        match &self.quorum {
+            None => self.node_id,
+            Some(quorum) => quorum.leader().unwrap_or(-1),
         }
     }
 
@@ -129,5 +141,60 @@ impl Broker {
         let mut ids = self.producer_ids.lock();
         *ids = (first + 1, first + PRODUCER_ID_BLOCK);
         Ok(first)
+    }
+}
+
+/// The broker named as controller: `own` when it is live, else `live[random % len]`, or -1
+/// when no broker is live.
+pub fn pick_controller_id(live: &[i32], own: i32, random: u64) -> i32 {
+    if live.contains(&own) {
+        return own;
+    }
+    let Ok(len) = u64::try_from(live.len()) else {
+        return -1;
+    };
+    if len == 0 {
+        return -1;
+    }
+    usize::try_from(random % len)
+        .ok()
+        .and_then(|i| live.get(i).copied())
+        .unwrap_or(-1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_controller_id;
+    use proptest::prelude::*;
+
+    #[test]
+    fn itself_when_live_else_another_live_broker() {
+        assert_eq!(pick_controller_id(&[1, 2, 3], 2, 0), 2);
+        assert_eq!(pick_controller_id(&[1, 3], 2, 1), 3);
+        assert_eq!(pick_controller_id(&[], 2, 7), -1);
+    }
+
+    proptest! {
+        #[test]
+        fn always_a_live_broker_itself_first(
+            live in proptest::collection::btree_set(0i32..20, 0..8),
+            own in 0i32..20,
+            random in any::<u64>(),
+        ) {
+            let live: Vec<i32> = live.into_iter().collect();
+            let named = pick_controller_id(&live, own, random);
+            if live.is_empty() {
+                prop_assert_eq!(named, -1);
+            } else if live.contains(&own) {
+                prop_assert_eq!(named, own);
+            } else {
+                prop_assert!(live.contains(&named));
+                // Every other live broker can be named (the choice is spread).
+                let all: std::collections::BTreeSet<i32> = (0..20u64)
+                    .map(|r| pick_controller_id(&live, own, r))
+                    .collect();
+                prop_assert_eq!(all.len(), live.len());
+            }
+        }
     }
 }

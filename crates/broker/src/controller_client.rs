@@ -27,6 +27,8 @@ const ADMIN_DEADLINE: Duration = Duration::from_secs(30);
 /// One remote call's bound: a partitioned peer must not hold the request for long.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
+/// How often a call in flight checks whether the quorum has named another leader.
+const LEADER_POLL: Duration = Duration::from_millis(50);
 
 #[derive(Clone)]
 struct Remote {
@@ -47,6 +49,40 @@ fn unexpected(what: &str) -> ApiError {
         code: codes::UNKNOWN_SERVER_ERROR,
         message: format!("unexpected controller answer to {what}"),
     }
+}
+
+/// The deadline passed with no active controller answering.
+fn timed_out(deadline: Duration, last: Option<ApiError>) -> ApiError {
+    let why = last.map_or_else(|| "no controller was asked".to_string(), |e| e.message);
+    ApiError {
+        code: codes::REQUEST_TIMED_OUT,
+        message: format!(
+            "no active controller answered within {} ms ({why})",
+            deadline.as_millis()
+        ),
+    }
+}
+
+/// The remote voters to ask in one round: the one the quorum names as leader first (a dead or
+/// stopped former leader then costs nothing once the election is known), then the others by
+/// id; this node itself only when it has no local shell (asked before the round).
+fn remote_order(
+    voters: &BTreeMap<i32, String>,
+    node_id: i32,
+    has_local: bool,
+    leader: Option<i32>,
+) -> Vec<i32> {
+    let askable = |id: i32| voters.contains_key(&id) && !(id == node_id && has_local);
+    let first = leader.filter(|&id| askable(id));
+    first
+        .into_iter()
+        .chain(
+            voters
+                .keys()
+                .copied()
+                .filter(|&id| askable(id) && Some(id) != first),
+        )
+        .collect()
 }
 
 impl ControllerClient {
@@ -79,36 +115,72 @@ impl ControllerClient {
         }
     }
 
-    /// Sends `request` to whichever node is the active controller, retrying until `deadline`.
+    /// Sends `request` to whichever node is the active controller, retrying until `deadline`:
+    /// an election in progress (NOT_CONTROLLER everywhere) or a dead or frozen leader
+    /// (unreachable, or silent) is waited out, each round asking first the node the quorum
+    /// names as leader, and starting over as soon as it names another. When the deadline
+    /// passes without an answer, REQUEST_TIMED_OUT, as Kafka's forwarding answers.
     pub async fn call(&self, request: Rq, deadline: Duration) -> Result<Rs, ApiError> {
         let until = Instant::now() + deadline;
-        let mut last = ApiError {
-            code: codes::NOT_CONTROLLER,
-            message: "no active controller could be reached".into(),
-        };
+        let mut last = None;
         loop {
             if let Some(handle) = &self.local {
                 match controller_rpc::serve(handle, self.quorum.as_deref(), request.clone()).await {
-                    Rs::Error(e) if e.code == codes::NOT_CONTROLLER => last = e,
+                    Rs::Error(e) if e.code == codes::NOT_CONTROLLER => last = Some(e),
                     other => return Ok(other),
                 }
             }
+            let mut leader_moved = false;
             if let Some(remote) = &self.remote {
-                for (&id, address) in &remote.voters {
-                    if id == self.node_id && self.local.is_some() {
+                let leader = self.leader();
+                for id in remote_order(&remote.voters, self.node_id, self.local.is_some(), leader) {
+                    let Some(address) = remote.voters.get(&id) else {
                         continue;
+                    };
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
                     }
-                    match self.call_remote(remote, id, address, &request).await {
-                        Ok(Rs::Error(e)) if e.code == codes::NOT_CONTROLLER => last = e,
+                    let bound = CALL_TIMEOUT.min(left);
+                    // A frozen (SIGSTOPped) or partitioned node holds a call until its bound;
+                    // once the quorum names another leader, that one is asked at once instead.
+                    let answer = tokio::select! {
+                        answer = self.call_remote(remote, id, address, &request, bound) => Some(answer),
+                        () = self.leader_moves_from(leader) => None,
+                    };
+                    let Some(answer) = answer else {
+                        leader_moved = true;
+                        break;
+                    };
+                    match answer {
+                        Ok(Rs::Error(e)) if e.code == codes::NOT_CONTROLLER => last = Some(e),
                         Ok(response) => return Ok(response),
-                        Err(e) => last = e,
+                        Err(e) => last = Some(e),
                     }
                 }
             }
+            if leader_moved {
+                continue;
+            }
             if Instant::now() + RETRY_PAUSE >= until {
-                return Err(last);
+                return Err(timed_out(deadline, last));
             }
             tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+
+    /// The quorum leader as this node knows it now.
+    fn leader(&self) -> Option<i32> {
+        self.quorum.as_ref().and_then(|q| q.leader())
+    }
+
+    /// Returns once the quorum names another leader than `from` (never on a single node).
+    async fn leader_moves_from(&self, from: Option<i32>) {
+        if self.quorum.is_none() {
+            return std::future::pending().await;
+        }
+        while self.leader() == from {
+            tokio::time::sleep(LEADER_POLL).await;
         }
     }
 
@@ -118,6 +190,7 @@ impl ControllerClient {
         id: i32,
         address: &str,
         request: &Rq,
+        bound: Duration,
     ) -> Result<Rs, ApiError> {
         let unreachable = |why: String| ApiError {
             code: codes::NOT_CONTROLLER,
@@ -127,10 +200,10 @@ impl ControllerClient {
         let response = remote
             .transport
             .call(
-                id.max(0) as u64,
+                u64::try_from(id).unwrap_or(0),
                 address,
                 RpcRequest::App(value),
-                CALL_TIMEOUT,
+                bound,
             )
             .await
             .map_err(|e| unreachable(e.to_string()))?;
@@ -393,6 +466,69 @@ impl ControllerClient {
             Rs::Events(e) => Ok(e),
             Rs::Error(e) => Err(e),
             _ => Err(unexpected("Events")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn voters(ids: &[i32]) -> BTreeMap<i32, String> {
+        ids.iter().map(|&i| (i, format!("127.0.0.1:{i}"))).collect()
+    }
+
+    #[test]
+    fn named_leader_first_own_shell_never() {
+        let v = voters(&[1, 2, 3]);
+        assert_eq!(remote_order(&v, 1, true, Some(3)), [3, 2]);
+        assert_eq!(remote_order(&v, 1, true, None), [2, 3]);
+        assert_eq!(remote_order(&v, 1, true, Some(1)), [2, 3]);
+        // A broker-only node asks every voter, itself included if listed.
+        assert_eq!(remote_order(&v, 4, false, Some(2)), [2, 1, 3]);
+        // A leader outside the voters (stale knowledge) is not asked.
+        assert_eq!(remote_order(&v, 1, true, Some(9)), [2, 3]);
+    }
+
+    #[test]
+    fn the_deadline_answer_is_request_timed_out() {
+        let e = timed_out(
+            Duration::from_millis(1500),
+            Some(ApiError {
+                code: codes::NOT_CONTROLLER,
+                message: "controller 2 at x unreachable: refused".into(),
+            }),
+        );
+        assert_eq!(e.code, codes::REQUEST_TIMED_OUT);
+        assert!(
+            e.message.contains("1500 ms") && e.message.contains("refused"),
+            "{}",
+            e.message
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn every_other_voter_once(
+            ids in proptest::collection::btree_set(0i32..10, 1..6),
+            node_id in 0i32..10,
+            has_local: bool,
+            leader in proptest::option::of(0i32..12),
+        ) {
+            let v = voters(&ids.iter().copied().collect::<Vec<_>>());
+            let order = remote_order(&v, node_id, has_local, leader);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            let expected: Vec<i32> = ids
+                .iter()
+                .copied()
+                .filter(|&id| !(id == node_id && has_local))
+                .collect();
+            prop_assert_eq!(sorted, expected);
+            if let Some(l) = leader.filter(|l| ids.contains(l) && !(*l == node_id && has_local)) {
+                prop_assert_eq!(order.first().copied(), Some(l));
+            }
         }
     }
 }

@@ -1,5 +1,9 @@
 //! Metadata (API 3): brokers, controller and topic layout from the current image, with topic
-//! auto-creation when `auto.create.topics.enable` and the request allow it.
+//! auto-creation when `auto.create.topics.enable` and the request allow it. The controller id
+//! is a live broker that forwards, as with KRaft brokers (see `Broker::controller_id`); the
+//! authorized operations, when asked for, are all of them (no authorizer).
+
+pub mod authorized_operations;
 
 use std::sync::Arc;
 
@@ -62,9 +66,16 @@ pub async fn handle(
             })
             .collect(),
     };
+    // Kafka reports operations for every topic asked by name (also unknown ones: no
+    // authorizer hides them) and for topics found by id, not for unknown ids.
+    let topic_operations =
+        authorized_operations::topic_operations(request.include_topic_authorized_operations);
+    for topic in &mut topics {
+        topic.topic_authorized_operations = topic_operations;
+    }
     for id in by_id {
         topics.push(match image.topic_by_id(&id) {
-            Some(t) => describe_topic(&image, t),
+            Some(t) => describe_topic(&image, t).with_topic_authorized_operations(topic_operations),
             None => MetadataResponseTopic::default()
                 .with_error_code(code::UNKNOWN_TOPIC_ID)
                 .with_topic_id(id),
@@ -74,6 +85,9 @@ pub async fn handle(
         .with_brokers(brokers(&image))
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
         .with_controller_id(BrokerId(broker.controller_id()))
+        .with_cluster_authorized_operations(authorized_operations::cluster_operations(
+            request.include_cluster_authorized_operations,
+        ))
         .with_topics(topics);
     fit_to_version(response, version)
 }
@@ -83,9 +97,16 @@ fn fit_to_version(mut response: MetadataResponse, version: i16) -> MetadataRespo
     if version < 2 {
         response.cluster_id = None;
     }
+    // v8-v10 carry the cluster's operations (KIP-430; v11 moved them to DescribeCluster).
+    if !(8..=10).contains(&version) {
+        response.cluster_authorized_operations = authorized_operations::NOT_REQUESTED;
+    }
     for topic in &mut response.topics {
         if version < 10 {
             topic.topic_id = uuid::Uuid::nil();
+        }
+        if version < 8 {
+            topic.topic_authorized_operations = authorized_operations::NOT_REQUESTED;
         }
         for p in &mut topic.partitions {
             if version < 7 {

@@ -73,7 +73,7 @@ fn tree(broker: &Arc<Broker>) -> Value {
         .collect();
     json!({
         "cluster_id": image.cluster_id,
-        "controller": broker.controller_id(),
+        "controller": broker.active_controller_id(),
         "controller_epoch": controller_epoch,
         "brokers": brokers,
         "topics": topics,

@@ -2,11 +2,12 @@
 //! drained into `<data-dir>/node-<id>.log` (an undrained pipe would eventually block the
 //! broker), readiness taken from the broker's `listening on` line, the last stderr lines kept
 //! for the report when it dies, and stopped by pid: SIGTERM first so it shuts down cleanly
-//! (flush, checkpoints, clean-shutdown marker), SIGKILL only after a deadline.
+//! (flush, checkpoints, clean-shutdown marker), SIGKILL only after a deadline. Signals are only
+//! sent to a child that has not been reaped, so its pid cannot belong to another process.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 use super::plan::NodePlan;
+use super::NodeSignal;
 
 /// The line `runnel broker` prints once its listener is bound.
 const READY_MARKER: &str = "listening on";
@@ -29,8 +31,6 @@ const TAIL_LINES: usize = 20;
 pub struct NodeProcess {
     /// What the node was started as.
     pub plan: NodePlan,
-    /// Where its output goes.
-    pub log_path: PathBuf,
     /// Its pid at spawn time.
     pub pid: u32,
     child: Child,
@@ -42,19 +42,22 @@ pub struct NodeProcess {
 type SharedLog = Arc<tokio::sync::Mutex<tokio::fs::File>>;
 
 impl NodeProcess {
-    /// Starts `exe args...` for `plan`, output to `log_path`.
+    /// Starts `exe args...` for `plan`, output to `log_path`: a fresh log for the cluster's
+    /// first start, appended to (after a marker line) when `restart`, so the output of the
+    /// process that died is kept.
     pub async fn spawn(
         exe: &Path,
-        args: Vec<OsString>,
+        args: &[OsString],
         plan: NodePlan,
-        log_path: PathBuf,
+        log_path: &Path,
+        restart: bool,
     ) -> Result<Self> {
-        let log = tokio::fs::File::create(&log_path)
+        let log = open_log(log_path, restart)
             .await
-            .with_context(|| format!("creating {}", log_path.display()))?;
+            .with_context(|| format!("opening {}", log_path.display()))?;
         let log: SharedLog = Arc::new(tokio::sync::Mutex::new(log));
         let mut child = Command::new(exe)
-            .args(&args)
+            .args(args)
             // The output goes to a log file and into error reports, not to a terminal:
             // no ANSI colour codes (honoured by tracing-subscriber).
             .env("NO_COLOR", "1")
@@ -90,7 +93,6 @@ impl NodeProcess {
         }
         Ok(Self {
             plan,
-            log_path,
             pid,
             child,
             ready,
@@ -102,6 +104,11 @@ impl NodeProcess {
     /// Whether the node has printed its `listening on` line.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
+    }
+
+    /// The flag behind [`NodeProcess::is_ready`], for waiting elsewhere.
+    pub fn ready_flag(&self) -> Arc<AtomicBool> {
+        self.ready.clone()
     }
 
     /// The exit status if the node has exited.
@@ -125,13 +132,22 @@ impl NodeProcess {
             .collect()
     }
 
-    /// Asks the node to shut down cleanly (SIGTERM). Only while it has not been reaped, so the
-    /// pid cannot belong to another process yet.
+    /// Sends `signal` to the node; false when it has already exited (nothing is sent then).
+    pub fn signal(&mut self, signal: NodeSignal) -> bool {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return false;
+        }
+        if signal == NodeSignal::Kill {
+            return self.child.start_kill().is_ok();
+        }
+        self.child.id().is_some_and(|pid| send_signal(pid, signal))
+    }
+
+    /// Asks the node to shut down cleanly: SIGTERM, then SIGCONT so that a STOPped node acts
+    /// on it.
     pub fn terminate(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            if let Some(pid) = self.child.id() {
-                send_sigterm(pid);
-            }
+        if self.signal(NodeSignal::Term) {
+            self.signal(NodeSignal::Cont);
         }
     }
 
@@ -146,20 +162,40 @@ impl NodeProcess {
     }
 }
 
+async fn open_log(path: &Path, restart: bool) -> std::io::Result<tokio::fs::File> {
+    if !restart {
+        return tokio::fs::File::create(path).await;
+    }
+    let mut log = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await?;
+    log.write_all(b"===== restarted by `runnel dev-cluster start` =====\n")
+        .await?;
+    Ok(log)
+}
+
 #[cfg(unix)]
-fn send_sigterm(pid: u32) {
+fn send_signal(pid: u32, signal: NodeSignal) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return;
+        return false;
+    };
+    let signo = match signal {
+        NodeSignal::Kill => libc::SIGKILL,
+        NodeSignal::Term => libc::SIGTERM,
+        NodeSignal::Stop => libc::SIGSTOP,
+        NodeSignal::Cont => libc::SIGCONT,
     };
     // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own unreaped child.
-    unsafe {
-        libc::kill(pid, libc::SIGTERM);
-    }
+    unsafe { libc::kill(pid, signo) == 0 }
 }
 
 #[cfg(not(unix))]
-fn send_sigterm(_pid: u32) {
-    // No SIGTERM elsewhere: the deadline in `stop_all` falls through to `kill`.
+fn send_signal(_pid: u32, _signal: NodeSignal) -> bool {
+    // Only KILL exists elsewhere (`Child::start_kill`); the deadline in `stop_all` falls
+    // through to it.
+    false
 }
 
 /// Copies `pipe` line by line into `log`, handing each line to `on_line`. Lines are read as
@@ -206,6 +242,7 @@ pub async fn stop_all(nodes: &mut [NodeProcess], grace: Duration) {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn plan() -> NodePlan {
         NodePlan {
@@ -220,9 +257,10 @@ mod tests {
     async fn sh(script: &str, dir: &Path) -> NodeProcess {
         NodeProcess::spawn(
             Path::new("/bin/sh"),
-            vec!["-c".into(), script.into()],
+            &["-c".into(), script.into()],
             plan(),
-            dir.join("node-1.log"),
+            &dir.join("node-1.log"),
+            false,
         )
         .await
         .expect("spawn sh")

@@ -53,19 +53,46 @@ pub fn fixed_ports(base: u16, brokers: u16) -> Result<Vec<(u16, u16)>> {
         .collect())
 }
 
-/// `(kafka, controller)` ports the OS reports free right now: all 2N listeners are bound at
-/// once (so no port is handed out twice) and released just before the nodes start.
+/// `(kafka, controller)` ports that are free right now and likely to stay free while a node
+/// is down, since `dev-cluster start` restarts it on the same ports: drawn at random *below*
+/// the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), where outgoing connections
+/// never take them, and checked by binding. All 2N listeners are held at once (so no port is
+/// handed out twice) and released just before the nodes start. Where that range leaves no
+/// room, the kernel chooses.
 pub fn free_ports(brokers: u16) -> Result<Vec<(u16, u16)>> {
-    let listeners = (0..usize::from(brokers) * 2)
-        .map(|_| std::net::TcpListener::bind((HOST, 0)))
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("finding free ports on 127.0.0.1")?;
+    let wanted = usize::from(brokers) * 2;
+    let mut listeners = Vec::with_capacity(wanted);
+    let (low, high) = (10_000u16, ephemeral_low());
+    if high > low + 1000 {
+        for _ in 0..wanted * 50 {
+            if listeners.len() == wanted {
+                break;
+            }
+            let port = rand::Rng::gen_range(&mut rand::thread_rng(), low..high);
+            if let Ok(l) = std::net::TcpListener::bind((HOST, port)) {
+                listeners.push(l);
+            }
+        }
+    }
+    while listeners.len() < wanted {
+        listeners.push(
+            std::net::TcpListener::bind((HOST, 0)).context("finding free ports on 127.0.0.1")?,
+        );
+    }
     let ports = listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<std::io::Result<Vec<_>>>()
         .context("reading a bound port")?;
     Ok(ports.chunks(2).map(|p| (p[0], p[1])).collect())
+}
+
+/// The first port of the kernel's ephemeral range (Linux), else the IANA default.
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(49152)
 }
 
 /// Checks `--racks`: names must be non-empty and free of whitespace and commas (they end up in
