@@ -108,13 +108,6 @@ impl Cluster {
         &mut self.nodes[i]
     }
 
-    /// Starts node `id`; returns once it printed "listening on" (or fails after 60 s).
-    pub fn start(&mut self, id: i32) -> anyhow::Result<()> {
-        let rx = self.spawn(id)?;
-        rx.recv_timeout(Duration::from_secs(60))
-            .with_context(|| format!("node {id} did not start listening"))
-    }
-
     pub fn spawn(&mut self, id: i32) -> anyhow::Result<std::sync::mpsc::Receiver<()>> {
         let bin = self.bin.clone();
         let voters = self.voters.clone();

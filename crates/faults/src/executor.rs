@@ -155,21 +155,32 @@ impl Executor {
         self.restart_dead();
     }
 
-    /// Starts every node whose process is not running (killed, or exited on its own).
+    /// Starts every node whose process is not running (killed, or exited on its own): all
+    /// spawned first, then awaited, since a node waits for a quorum before it listens.
     pub fn restart_dead(&self) {
-        let ids: Vec<i32> = (1..=self.nodes).collect();
-        for id in ids {
+        let mut waits = Vec::new();
+        {
             let mut c = self.cluster();
-            if !c.running(id) {
-                let was_child = c.pid(id).is_some();
-                if was_child {
+            for id in 1..=self.nodes {
+                if c.running(id) {
+                    continue;
+                }
+                if c.pid(id).is_some() {
                     self.rec
                         .info(format!("node {id} exited on its own; restarting it"));
                 }
                 c.kill9(id);
-                if let Err(e) = c.start(id) {
-                    self.rec.info(format!("node {id} failed to restart: {e}"));
+                match c.spawn(id) {
+                    Ok(rx) => waits.push((id, rx)),
+                    Err(e) => self.rec.info(format!("node {id} failed to restart: {e}")),
                 }
+            }
+        }
+        for (id, rx) in waits {
+            if rx.recv_timeout(Duration::from_secs(90)).is_err() {
+                self.rec.info(format!(
+                    "LIVENESS: node {id} did not listen within 90 s of its restart"
+                ));
             }
         }
     }

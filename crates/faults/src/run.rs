@@ -111,7 +111,10 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcomes> {
         opts.dir.join("timeline.svg"),
         crate::timeline::render(&events),
     )?;
-    std::fs::write(opts.dir.join("report.txt"), render_report(&report))?;
+    std::fs::write(
+        opts.dir.join("report.txt"),
+        format!("{}{}\n", render_report(&report), report.summary_line()),
+    )?;
     rt.shutdown_timeout(Duration::from_secs(2));
     result?;
     Ok(Outcomes {
@@ -376,7 +379,6 @@ pub fn render_report(r: &Report) -> String {
             .map(|(p, f, o)| format!("p{p} {o} after {f}"))
             .collect(),
     );
-    let _ = writeln!(s, "{}", r.summary_line());
     s
 }
 
