@@ -52,6 +52,12 @@ struct Args {
     /// Pause between a producer's sends, ms.
     #[arg(long, default_value_t = 10)]
     pace_ms: u64,
+    /// A Python with confluent-kafka for the librdkafka producers (none: Rust producers only).
+    #[arg(long, env = "RUNNEL_FAULTS_PYTHON")]
+    python: Option<PathBuf>,
+    /// How many confluent-kafka producers run beside the Rust ones (with --python).
+    #[arg(long, default_value_t = 1)]
+    ck_producers: usize,
     /// The runnel binary.
     #[arg(long, env = "RUNNEL_BIN")]
     bin: PathBuf,
@@ -146,6 +152,8 @@ fn options(
         families: families.to_vec(),
         scenario,
         pace_ms: args.pace_ms,
+        python: args.python.clone(),
+        ck_producers: args.ck_producers,
     }
 }
 

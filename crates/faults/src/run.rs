@@ -46,6 +46,9 @@ pub struct Options {
     pub families: Vec<Family>,
     pub scenario: Scenario,
     pub pace_ms: u64,
+    /// A Python with confluent-kafka: that many more producers use librdkafka.
+    pub python: Option<PathBuf>,
+    pub ck_producers: usize,
 }
 
 pub struct Outcomes {
@@ -191,6 +194,16 @@ fn run_mounted(
             id,
             Duration::from_millis(opts.pace_ms),
         )));
+    }
+    if let Some(python) = &opts.python {
+        for id in 0..opts.ck_producers {
+            tasks.push(rt.spawn(workload::produce_confluent(
+                setup.clone(),
+                id,
+                python.clone(),
+                Duration::from_millis(opts.pace_ms),
+            )));
+        }
     }
     for id in 0..opts.consumers {
         tasks.push(rt.spawn(workload::consume(setup.clone(), id)));

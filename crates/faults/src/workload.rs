@@ -363,3 +363,81 @@ async fn final_read_inner(s: &Setup, deadline: Instant) -> anyhow::Result<usize>
         }
     }
 }
+
+/// A confluent-kafka (librdkafka) producer: `ck_producer.py` run by `python`, its outcome
+/// lines recorded like the Rust producers'. Stops when `stop` is set (stdin closed, SIGTERM),
+/// then waits (bounded) for its last answers.
+pub async fn produce_confluent(s: Setup, id: usize, python: std::path::PathBuf, pace: Duration) {
+    use tokio::io::AsyncBufReadExt;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/ck_producer.py");
+    let child = tokio::process::Command::new(&python)
+        .arg(script)
+        .arg(&s.bootstrap)
+        .arg(&s.topic)
+        .arg(s.partitions.to_string())
+        .arg(id.to_string())
+        .arg(pace.as_millis().to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return s.rec.info(format!("confluent-kafka producer {id}: {e}")),
+    };
+    let stdin = child.stdin.take();
+    let Some(stdout) = child.stdout.take() else {
+        return;
+    };
+    let rec = s.rec.clone();
+    let reader = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            record_confluent(&rec, &line);
+        }
+    });
+    while !s.stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(45), child.wait()).await;
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+}
+
+fn record_confluent(rec: &Recorder, line: &str) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return;
+    };
+    if let Some(info) = v.get("info").and_then(|i| i.as_str()) {
+        return rec.info(info.to_string());
+    }
+    let latency = v.get("latency").and_then(|l| l.as_u64()).unwrap_or(0);
+    let now = rec.now();
+    let outcome = match (v.get("offset").and_then(|o| o.as_i64()), v.get("error")) {
+        (Some(offset), None) => Outcome::Ok { offset },
+        (_, e) => Outcome::Fail {
+            error: e.and_then(|e| e.as_str()).unwrap_or("unknown").to_string(),
+        },
+    };
+    rec.record(Event::Produce {
+        t: now.saturating_sub(latency),
+        latency,
+        producer: v
+            .get("producer")
+            .and_then(|p| p.as_str())
+            .unwrap_or("k?")
+            .to_string(),
+        partition: v
+            .get("partition")
+            .and_then(|p| p.as_i64())
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or(-1),
+        value: v
+            .get("value")
+            .and_then(|p| p.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        outcome,
+    });
+}
