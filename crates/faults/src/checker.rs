@@ -222,7 +222,7 @@ fn regressions(events: &[Event]) -> Vec<(i32, i64, i64)> {
             next += 1;
         }
         if let Some(f) = floor.get(&p) {
-            if seen < *f {
+            if seen < *f && !out.contains(&(p, *f, seen)) {
                 out.push((p, *f, seen));
             }
         }

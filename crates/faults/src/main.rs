@@ -11,6 +11,7 @@ mod owner;
 mod proxy;
 mod run;
 mod selftest;
+mod table;
 mod timeline;
 mod workload;
 
@@ -73,6 +74,9 @@ struct Args {
     /// Re-judge a recorded run directory's history.jsonl.
     #[arg(long)]
     check: Option<PathBuf>,
+    /// Print the campaign tables (per run, per nemesis) over these run directories.
+    #[arg(long, num_args = 1..)]
+    table: Vec<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +95,18 @@ fn real_main(args: Args) -> anyhow::Result<ExitCode> {
         let report = checker::check(&history::load(&dir.join("history.jsonl"))?);
         print!("{}", run::render_report(&report));
         return Ok(exit_for(&report));
+    }
+    if !args.table.is_empty() {
+        let mut runs = Vec::new();
+        for dir in &args.table {
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            runs.push((name, history::load(&dir.join("history.jsonl"))?));
+        }
+        print!("{}", table::render(&runs));
+        return Ok(ExitCode::SUCCESS);
     }
     let families: Vec<Family> = args
         .nemesis

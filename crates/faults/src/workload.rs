@@ -149,7 +149,9 @@ pub async fn produce(s: Setup, id: usize, pace: Duration) {
                     None => pending.push_back(p),
                 }
             }
-            if pending.len() >= 200 {
+            // A backlog cap far above one stuck partition's share, so a partition that
+            // cannot make progress does not stall the others (unavailability is the cluster's).
+            if pending.len() >= 3000 {
                 if let Some(p) = pending.pop_front() {
                     let r = p.delivery.wait().await.map(|m| m.offset);
                     failed |= !finish(&s, &name, p.t, p.partition, p.value, r);
