@@ -111,7 +111,7 @@ pub fn render(events: &[Event]) -> String {
             let color = match outcome {
                 Outcome::Ok { .. } => {
                     nth += 1;
-                    if nth % every != 0 {
+                    if !nth.is_multiple_of(every) {
                         continue;
                     }
                     "#2a9d8f"
