@@ -1,0 +1,404 @@
+//! One run: cluster behind proxies, topic, workload, nemesis (a random schedule, or one of the
+//! self-test's scenarios), healing, final read, checker, report files.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use runnel_client::admin::NewTopic;
+use runnel_client::Admin;
+
+use crate::checker::{self, Report};
+use crate::cluster::Cluster;
+use crate::executor::Executor;
+use crate::history::{Event, Outcome, Recorder};
+use crate::nemesis::{self, Family};
+use crate::proxy::{self, Network};
+use crate::workload::{self, Setup};
+
+pub const TOPIC: &str = "faults";
+
+/// What drives the faults of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// The seeded random schedule over `--nemesis`.
+    Random,
+    /// Self-test: `unclean.leader.election.enable=true`, the leader's followers cut off (its
+    /// ISR shrinks to itself), then the leader killed: an out-of-sync replica takes over.
+    Unclean,
+    /// Self-test: every replica of partition 0 loses its last batches at once (kill -9 of all
+    /// nodes, the tail of the log cut, restart): acknowledged writes vanish.
+    DropAcked,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub bin: PathBuf,
+    pub dir: PathBuf,
+    pub nodes: i32,
+    pub partitions: i32,
+    pub producers: usize,
+    pub consumers: usize,
+    pub time_s: u64,
+    pub seed: u64,
+    pub families: Vec<Family>,
+    pub scenario: Scenario,
+    pub pace_ms: u64,
+    /// A Python with confluent-kafka: that many more producers use librdkafka.
+    pub python: Option<PathBuf>,
+    pub ck_producers: usize,
+}
+
+pub struct Outcomes {
+    pub report: Report,
+    pub dir: PathBuf,
+    pub elapsed: Duration,
+}
+
+fn overrides(scenario: Scenario) -> Vec<String> {
+    let mut o: Vec<String> = [
+        "broker.session.timeout.ms=3000",
+        "broker.heartbeat.interval.ms=500",
+        "replica.lag.time.max.ms=3000",
+        "offsets.topic.num.partitions=3",
+        "group.initial.rebalance.delay.ms=0",
+        "log.segment.bytes=1048576",
+        "auto.leader.rebalance.enable=true",
+        "leader.imbalance.check.interval.seconds=10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if scenario == Scenario::Unclean {
+        o.push("auto.leader.rebalance.enable=false".into());
+    }
+    o
+}
+
+pub fn run(opts: &Options) -> anyhow::Result<Outcomes> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&opts.dir)?;
+    let rec = Recorder::create(&opts.dir.join("history.jsonl"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let net = Network::new();
+    let disk = opts.families.contains(&Family::Disk) && opts.scenario == Scenario::Random;
+    let cluster = Cluster::new(
+        opts.bin.clone(),
+        &opts.dir,
+        opts.nodes,
+        overrides(opts.scenario),
+        net.clone(),
+    )?;
+    if disk {
+        for n in &cluster.nodes {
+            crate::disk::mount_tmpfs(&n.data_dir, 128)?;
+        }
+    }
+    let mounts: Vec<PathBuf> = if disk {
+        cluster.nodes.iter().map(|n| n.data_dir.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    let result = run_mounted(opts, &rec, &rt, net, cluster, disk);
+    for m in &mounts {
+        crate::disk::unmount(m);
+    }
+    let events = rec.events();
+    let report = checker::check(&events);
+    std::fs::write(
+        opts.dir.join("timeline.svg"),
+        crate::timeline::render(&events),
+    )?;
+    std::fs::write(
+        opts.dir.join("report.txt"),
+        format!("{}{}\n", render_report(&report), report.summary_line()),
+    )?;
+    rt.shutdown_timeout(Duration::from_secs(2));
+    result?;
+    Ok(Outcomes {
+        report,
+        dir: opts.dir.clone(),
+        elapsed: started.elapsed(),
+    })
+}
+
+fn run_mounted(
+    opts: &Options,
+    rec: &Recorder,
+    rt: &tokio::runtime::Runtime,
+    net: Arc<Network>,
+    mut cluster: Cluster,
+    disk: bool,
+) -> anyhow::Result<()> {
+    for n in &cluster.nodes {
+        let real_kafka = format!("127.0.0.1:{}", n.kafka_port).parse()?;
+        let real_ctrl = format!("127.0.0.1:{}", n.controller_port).parse()?;
+        let kl = rt.block_on(tokio::net::TcpListener::bind(("127.0.0.1", n.kafka_proxy)))?;
+        let cl = rt.block_on(tokio::net::TcpListener::bind((
+            "127.0.0.1",
+            n.controller_proxy,
+        )))?;
+        rt.spawn(proxy::serve(
+            net.clone(),
+            n.id,
+            proxy::Listener::Kafka,
+            kl,
+            real_kafka,
+        ));
+        rt.spawn(proxy::serve(
+            net.clone(),
+            n.id,
+            proxy::Listener::Controller,
+            cl,
+            real_ctrl,
+        ));
+    }
+    let waits: Vec<_> = (1..=opts.nodes)
+        .map(|id| cluster.spawn(id))
+        .collect::<anyhow::Result<_>>()?;
+    for (i, rx) in waits.into_iter().enumerate() {
+        rx.recv_timeout(Duration::from_secs(90))
+            .with_context(|| format!("node {} did not start listening", i + 1))?;
+    }
+    let bootstrap = cluster.bootstrap();
+    rec.info(format!(
+        "cluster of {} up behind proxies: {bootstrap}",
+        opts.nodes
+    ));
+    let partitions = match opts.scenario {
+        Scenario::Unclean => 1,
+        _ => opts.partitions,
+    };
+    rt.block_on(create_topic(&bootstrap, opts.scenario, partitions))?;
+    rec.info(format!(
+        "topic {TOPIC}: {partitions} partitions, RF 3, full ISR"
+    ));
+    let cluster = Arc::new(Mutex::new(cluster));
+    let stop = Arc::new(AtomicBool::new(false));
+    let setup = Setup {
+        bootstrap: bootstrap.clone(),
+        topic: TOPIC.into(),
+        partitions,
+        rec: rec.clone(),
+        stop: stop.clone(),
+    };
+    let mut tasks = Vec::new();
+    for id in 0..opts.producers {
+        tasks.push(rt.spawn(workload::produce(
+            setup.clone(),
+            id,
+            Duration::from_millis(opts.pace_ms),
+        )));
+    }
+    if let Some(python) = &opts.python {
+        for id in 0..opts.ck_producers {
+            tasks.push(rt.spawn(workload::produce_confluent(
+                setup.clone(),
+                id,
+                python.clone(),
+                Duration::from_millis(opts.pace_ms),
+            )));
+        }
+    }
+    for id in 0..opts.consumers {
+        tasks.push(rt.spawn(workload::consume(setup.clone(), id)));
+    }
+    tasks.push(rt.spawn(workload::watch_offsets(setup.clone())));
+    let executor = Executor {
+        cluster: cluster.clone(),
+        rec: rec.clone(),
+        nodes: opts.nodes,
+        runtime: rt.handle().clone(),
+        bootstrap: bootstrap.clone(),
+        disk,
+    };
+    let duration_ms = opts.time_s * 1000;
+    match opts.scenario {
+        Scenario::Random => {
+            let steps = nemesis::schedule(opts.seed, &opts.families, opts.nodes, duration_ms);
+            executor.run(&steps);
+            sleep_until(rec, duration_ms);
+        }
+        Scenario::Unclean => crate::selftest::unclean(&executor)?,
+        Scenario::DropAcked => crate::selftest::drop_acked(&executor, partitions)?,
+    }
+    executor.heal_all();
+    rec.info("every fault healed; waiting for acknowledgments on every partition");
+    let healed = rec.now();
+    let recovered = wait_recovery(rec, healed, partitions, Duration::from_secs(60));
+    if !recovered {
+        rec.info("LIVENESS: not every partition acknowledged a write within 60 s of healing");
+    }
+    stop.store(true, Ordering::SeqCst);
+    rt.block_on(async {
+        for t in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(60), t).await;
+        }
+    });
+    rec.info("workload stopped; final read from every partition's log start");
+    rt.block_on(workload::final_read(&setup, Duration::from_secs(90)));
+    cluster.lock().unwrap_or_else(|p| p.into_inner()).stop_all();
+    Ok(())
+}
+
+fn sleep_until(rec: &Recorder, t_ms: u64) {
+    while rec.now() < t_ms {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Until every partition acknowledged a write invoked after `since` (at least 3 s of load).
+fn wait_recovery(rec: &Recorder, since: u64, partitions: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    std::thread::sleep(Duration::from_secs(3));
+    loop {
+        let acked: std::collections::BTreeSet<i32> = rec.scan(|events| {
+            events
+                .iter()
+                .rev()
+                .filter_map(|e| match e {
+                    Event::Produce {
+                        t,
+                        partition,
+                        outcome: Outcome::Ok { .. },
+                        ..
+                    } if *t >= since => Some(*partition),
+                    _ => None,
+                })
+                .collect()
+        });
+        if acked.len() == usize::try_from(partitions).unwrap_or(0) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+async fn create_topic(bootstrap: &str, scenario: Scenario, partitions: i32) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let admin = Admin::new(workload::client_until(bootstrap, deadline).await?);
+    let mut topic = NewTopic::new(TOPIC, partitions, 3);
+    topic.configs = match scenario {
+        Scenario::Unclean => vec![
+            ("unclean.leader.election.enable".into(), "true".into()),
+            ("min.insync.replicas".into(), "1".into()),
+        ],
+        _ => vec![("min.insync.replicas".into(), "2".into())],
+    };
+    loop {
+        match admin
+            .create_topics(std::slice::from_ref(&topic), false, Duration::from_secs(10))
+            .await
+        {
+            Ok(r) if r.iter().all(|(_, x)| x.is_ok()) => break,
+            Ok(r)
+                if r.iter().any(|(_, x)| {
+                    x.as_ref()
+                        .is_err_and(|e| e.to_string().contains("TOPIC_ALREADY_EXISTS"))
+                }) =>
+            {
+                break
+            }
+            other if Instant::now() > deadline => anyhow::bail!("CreateTopics: {other:?}"),
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    loop {
+        let names = [TOPIC.to_string()];
+        if let Ok(topics) = admin.describe_topics(Some(&names[..])).await {
+            let ready = topics.first().is_some_and(|t| {
+                t.partitions.len() == usize::try_from(partitions).unwrap_or(0)
+                    && t.partitions
+                        .iter()
+                        .all(|p| p.leader.is_some() && p.isr.len() == 3)
+            });
+            if ready {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("topic {TOPIC} has no leader and full ISR everywhere after 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+pub fn render_report(r: &Report) -> String {
+    let mut s = String::new();
+    use std::fmt::Write;
+    let _ = writeln!(s, "final read complete: {}", r.final_read_complete);
+    let _ = writeln!(
+        s,
+        "acknowledged: {}, failed (indeterminate): {}",
+        r.acked, r.failed
+    );
+    let _ = writeln!(s, "longest unavailability: {} ms", r.longest_unavailable_ms);
+    let show = |s: &mut String, name: &str, items: Vec<String>| {
+        let _ = writeln!(s, "{name}: {}", items.len());
+        for i in items.iter().take(20) {
+            let _ = writeln!(s, "  {i}");
+        }
+    };
+    show(
+        &mut s,
+        "lost",
+        r.lost.iter().map(|(p, v)| format!("p{p} {v}")).collect(),
+    );
+    show(
+        &mut s,
+        "duplicated",
+        r.duplicated
+            .iter()
+            .map(|(p, v)| format!("p{p} {v}"))
+            .collect(),
+    );
+    show(
+        &mut s,
+        "reordered",
+        r.reordered
+            .iter()
+            .map(|(p, v)| format!("p{p} {v}"))
+            .collect(),
+    );
+    show(
+        &mut s,
+        "divergent",
+        r.divergent
+            .iter()
+            .map(|(p, o, v)| format!("p{p}@{o} {v:?}"))
+            .collect(),
+    );
+    show(
+        &mut s,
+        "vanished (read, later gone)",
+        r.vanished
+            .iter()
+            .map(|(p, v)| format!("p{p} {v}"))
+            .collect(),
+    );
+    show(
+        &mut s,
+        "committed-offset regressions",
+        r.regressions
+            .iter()
+            .map(|(p, f, o)| format!("p{p} {o} after {f}"))
+            .collect(),
+    );
+    s
+}
+
+pub fn default_dir(root: &Path, label: &str, seed: u64) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    root.join(format!("{stamp}-{label}-seed{seed}"))
+}
