@@ -280,7 +280,14 @@ fn topics_view(image: &MetadataImage, current: &TopicsView) -> Option<TopicsView
 
 /// What a parked group write answers once it finishes: the error code for the answers that
 /// depended on it (0 once replicated).
-type Waiter = Box<dyn FnOnce(i16) + Send>;
+type Answer = Box<dyn FnOnce(i16) + Send>;
+
+/// A parked group write: its answer, and for an offset commit the coordinator partition and
+/// commit token whose offsets become visible to OffsetFetch only once the write replicated.
+struct Waiter {
+    commit: Option<(i32, u64)>,
+    answer: Answer,
+}
 
 /// The state of the records one request (or tick) appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -454,7 +461,7 @@ impl GroupManager {
             self.consumer_groups.remove(&p);
             self.fail_pending(p, NOT_COORDINATOR);
             for (waiter, outcome) in self.purgatory.abandon(p) {
-                waiter(outcome_code(outcome));
+                self.finish(waiter, outcome_code(outcome));
             }
         }
         for p in led {
@@ -765,13 +772,15 @@ impl GroupManager {
             let _ = reply.send(all(&req, NOT_COORDINATOR));
             return;
         };
-        let (code, codes, records) = self
+        let commit = self
             .coordinator(p)
-            .commit_offsets(now, &req, max_batch_bytes);
-        let written = self.persist(p, records);
-        self.when_written(
+            .begin_offset_commit(now, &req, max_batch_bytes);
+        let (code, codes, token) = (commit.code, commit.codes, commit.token);
+        let written = self.persist(p, commit.records);
+        self.when_commit_written(
             p,
             written,
+            token,
             Box::new(move |err| {
                 let mut codes = codes;
                 if err != 0 {
@@ -851,7 +860,7 @@ impl GroupManager {
         }
         for (waiter, outcome) in self.purgatory.expire(now) {
             tracing::warn!("group records not replicated in time");
-            waiter(outcome_code(outcome));
+            self.finish(waiter, outcome_code(outcome));
         }
     }
 
@@ -876,22 +885,57 @@ impl GroupManager {
                 None => self.purgatory.abandon(p),
             };
             for (waiter, outcome) in done {
-                waiter(outcome_code(outcome));
+                self.finish(waiter, outcome_code(outcome));
             }
         }
     }
 
     /// Runs `waiter` once `written` is replicated (now, if nothing is pending), or with the
     /// error code it failed with.
-    fn when_written(&mut self, partition: i32, written: Written, waiter: Waiter) {
+    fn when_written(&mut self, partition: i32, written: Written, answer: Answer) {
+        let waiter = Waiter {
+            commit: None,
+            answer,
+        };
+        self.park_or_finish(partition, written, waiter);
+    }
+
+    /// [`Self::when_written`] for an offset commit: its offsets become visible (or are
+    /// dropped, if the write failed) right before the answer.
+    fn when_commit_written(
+        &mut self,
+        partition: i32,
+        written: Written,
+        token: u64,
+        answer: Answer,
+    ) {
+        let waiter = Waiter {
+            commit: Some((partition, token)),
+            answer,
+        };
+        self.park_or_finish(partition, written, waiter);
+    }
+
+    fn park_or_finish(&mut self, partition: i32, written: Written, waiter: Waiter) {
         match written {
-            Written::Done => waiter(0),
-            Written::Failed(code) => waiter(code),
+            Written::Done => self.finish(waiter, 0),
+            Written::Failed(code) => self.finish(waiter, code),
             Written::Pending(offset) => {
                 let deadline = now_ms().saturating_add(PERSIST_TIMEOUT_MS);
                 self.purgatory.park(partition, offset, deadline, waiter);
             }
         }
+    }
+
+    /// Completes a write: a commit's offsets are stored (written) or forgotten (failed) by
+    /// its coordinator, if this node still is it, then the answer goes out.
+    fn finish(&mut self, waiter: Waiter, code: i16) {
+        if let Some((partition, token)) = waiter.commit {
+            if let Some(coordinator) = self.coordinators.get_mut(&partition) {
+                coordinator.complete_offset_commit(token, code == 0);
+            }
+        }
+        (waiter.answer)(code);
     }
 
     /// Appends the `Persist` outputs first; JoinGroup answers go out at once, SyncGroup

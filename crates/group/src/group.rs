@@ -68,7 +68,12 @@ pub(crate) struct Group {
     pub join_timer: Option<JoinTimer>,
     /// Topics the members subscribe to (consumer protocol); None = unknown (all topics).
     pub subscribed_topics: Option<BTreeSet<String>>,
+    /// The committed offsets OffsetFetch answers: only those whose records are in the log
+    /// (replicated), never one still being written.
     pub offsets: BTreeMap<(String, i32), StoredOffset>,
+    /// Offsets being written, by partition: the token of the latest commit of each (Kafka's
+    /// `pendingOffsetCommits`). Invisible to OffsetFetch until the write completes.
+    pub pending_offsets: BTreeMap<(String, i32), u64>,
     next_join_seq: u64,
 }
 
@@ -89,6 +94,7 @@ impl Group {
             join_timer: None,
             subscribed_topics: None,
             offsets: BTreeMap::new(),
+            pending_offsets: BTreeMap::new(),
             next_join_seq: 0,
         }
     }

@@ -49,7 +49,7 @@ pub use consumer_group::{
     ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat,
     ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, TopicsView,
 };
-pub use coordinator::{GroupCoordinator, MemberIdGenerator};
+pub use coordinator::{GroupCoordinator, MemberIdGenerator, OffsetCommit};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;
 pub use partitioner::partition_for_group;
 pub use state::GroupState;

@@ -12,6 +12,8 @@ mod join;
 mod leave;
 mod load;
 mod offsets;
+
+pub use offsets::OffsetCommit;
 mod rebalance;
 mod sync;
 mod timers;
@@ -32,6 +34,16 @@ pub struct GroupCoordinator {
     new_member_suffix: MemberIdGenerator,
     /// Next time `tick` scans for expired offsets (None until the first tick).
     next_offset_expiry_ms: Option<i64>,
+    /// Offset commits whose records are being written, by token: group and offsets.
+    inflight_commits: std::collections::HashMap<u64, InflightCommit>,
+    next_commit_token: u64,
+}
+
+/// The offsets of one commit that are stored only once its records are written.
+#[derive(Debug)]
+pub(crate) struct InflightCommit {
+    pub group_id: String,
+    pub offsets: Vec<((String, i32), crate::group::StoredOffset)>,
 }
 
 impl std::fmt::Debug for GroupCoordinator {
@@ -56,6 +68,8 @@ impl GroupCoordinator {
             groups: BTreeMap::new(),
             new_member_suffix: generator,
             next_offset_expiry_ms: None,
+            inflight_commits: std::collections::HashMap::new(),
+            next_commit_token: 0,
         }
     }
 

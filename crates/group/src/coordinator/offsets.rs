@@ -1,9 +1,11 @@
 //! Committed offsets (spec H.2 items 5-6, H.6): OffsetCommit validation and storage,
-//! OffsetFetch, OffsetDelete, and KIP-211 expiry. Commits are recorded in memory at once and
-//! returned as records; the shell appends them before answering, so a commit is acknowledged
-//! only once it is in the log.
+//! OffsetFetch, OffsetDelete, and KIP-211 expiry. A commit is validated and returned as
+//! records with a token; its offsets are *pending* (Kafka's `pendingOffsetCommits`) until the
+//! shell reports the records written and replicated ([`GroupCoordinator::complete_offset_commit`]),
+//! and only then does OffsetFetch see them. So a reader never sees an offset that a
+//! coordinator failover could take back, and committed offsets never go backwards.
 
-use super::GroupCoordinator;
+use super::{GroupCoordinator, InflightCommit};
 use crate::api::{CommitOffset, CommittedOffset, OffsetCommitRequest, OffsetsRecord};
 use crate::batch_size::record_batch_size;
 use crate::codec::{self, fits_int16_string};
@@ -15,6 +17,22 @@ use crate::subscription::CONSUMER_PROTOCOL_TYPE;
 
 /// Per-partition results `(topic, partition, error code)`.
 pub type PartitionCodes = Vec<(String, i32, i16)>;
+
+/// Offsets a commit accepted, stored once its records are written.
+type AcceptedOffsets = Vec<((String, i32), StoredOffset)>;
+
+/// Group code, partition codes, records, accepted offsets.
+type CommitParts = (i16, PartitionCodes, Vec<OffsetsRecord>, AcceptedOffsets);
+
+/// What [`GroupCoordinator::begin_offset_commit`] decided: the answer's codes, the records to
+/// write, and the token to complete once they are written.
+#[derive(Debug)]
+pub struct OffsetCommit {
+    pub code: i16,
+    pub codes: PartitionCodes,
+    pub records: Vec<OffsetsRecord>,
+    pub token: u64,
+}
 
 impl GroupCoordinator {
     /// OffsetCommit. Returns a group-level code (non-zero when every partition failed for the
@@ -32,15 +50,75 @@ impl GroupCoordinator {
     /// would not fit one batch stores nothing and its valid partitions get 28
     /// INVALID_COMMIT_OFFSET_SIZE (Kafka's `GroupMetadataManager.storeOffsets` maps the
     /// append's RecordTooLarge to it), a final answer instead of a retriable failure.
+    ///
+    /// The offsets become pending under the returned token; the shell completes it with
+    /// [`Self::complete_offset_commit`] once the records are written (or failed).
+    pub fn begin_offset_commit(
+        &mut self,
+        now_ms: i64,
+        req: &OffsetCommitRequest,
+        max_batch_bytes: usize,
+    ) -> OffsetCommit {
+        let (code, codes, records, accepted) = self.commit_inner(now_ms, req, max_batch_bytes);
+        let token = self.next_commit_token;
+        self.next_commit_token = self.next_commit_token.wrapping_add(1);
+        if !accepted.is_empty() {
+            if let Some(g) = self.groups.get_mut(&req.group_id) {
+                for (tp, _) in &accepted {
+                    g.pending_offsets.insert(tp.clone(), token);
+                }
+            }
+            let commit = InflightCommit {
+                group_id: req.group_id.clone(),
+                offsets: accepted,
+            };
+            self.inflight_commits.insert(token, commit);
+        }
+        self.debug_check();
+        OffsetCommit {
+            code,
+            codes,
+            records,
+            token,
+        }
+    }
+
+    /// The write of commit `token` finished: if `written`, its offsets become the committed
+    /// ones (unless a later commit of the same partition completed first, or the offsets
+    /// were deleted meanwhile: Kafka's `onOffsetCommitAppend`); either way they stop being
+    /// pending. Unknown tokens (a reloaded coordinator) are ignored.
+    pub fn complete_offset_commit(&mut self, token: u64, written: bool) {
+        let Some(commit) = self.inflight_commits.remove(&token) else {
+            return;
+        };
+        let Some(g) = self.groups.get_mut(&commit.group_id) else {
+            return;
+        };
+        for (tp, stored) in commit.offsets {
+            let Some(latest) = g.pending_offsets.get(&tp).copied() else {
+                continue;
+            };
+            if latest == token {
+                g.pending_offsets.remove(&tp);
+            }
+            if written {
+                g.offsets.insert(tp, stored);
+            }
+        }
+        self.debug_check();
+    }
+
+    /// [`Self::begin_offset_commit`] and its completion as written at once: for callers whose
+    /// records are durable when this returns (tests of the coordinator's rules).
     pub fn commit_offsets(
         &mut self,
         now_ms: i64,
         req: &OffsetCommitRequest,
         max_batch_bytes: usize,
     ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
-        let result = self.commit_inner(now_ms, req, max_batch_bytes);
-        self.debug_check();
-        result
+        let commit = self.begin_offset_commit(now_ms, req, max_batch_bytes);
+        self.complete_offset_commit(commit.token, true);
+        (commit.code, commit.codes, commit.records)
     }
 
     fn commit_inner(
@@ -48,14 +126,14 @@ impl GroupCoordinator {
         now_ms: i64,
         req: &OffsetCommitRequest,
         max_batch_bytes: usize,
-    ) -> (i16, PartitionCodes, Vec<OffsetsRecord>) {
+    ) -> CommitParts {
         let all = |code: i16| {
             let codes = req
                 .offsets
                 .iter()
                 .map(|o| (o.topic.clone(), o.partition, code))
                 .collect();
-            (code, codes, Vec::new())
+            (code, codes, Vec::new(), Vec::new())
         };
         // Kafka accepts an empty group id here (for backward compatibility); it must still
         // fit the record key.
@@ -79,8 +157,9 @@ impl GroupCoordinator {
             return all(FENCED_INSTANCE_ID);
         }
         if req.generation_id < 0 && g.is(GroupState::Empty) {
-            let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
-            return (NONE, codes, records);
+            let (codes, records, accepted) =
+                store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
+            return (NONE, codes, records, accepted);
         }
         let generation = g.generation;
         let state = g.state;
@@ -93,8 +172,9 @@ impl GroupCoordinator {
         match state {
             GroupState::Stable | GroupState::PreparingRebalance => {
                 m.refresh_session(now_ms);
-                let (codes, records) = store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
-                (NONE, codes, records)
+                let (codes, records, accepted) =
+                    store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
+                (NONE, codes, records, accepted)
             }
             GroupState::CompletingRebalance => all(REBALANCE_IN_PROGRESS),
             // A group with members is never Empty or Dead.
@@ -237,11 +317,11 @@ impl GroupCoordinator {
 /// 28 for every valid partition when their records exceed `max_batch_bytes` (nothing stored).
 fn store_offsets(
     cfg: &GroupConfig,
-    g: &mut Group,
+    g: &Group,
     now_ms: i64,
     offsets: &[CommitOffset],
     max_batch_bytes: usize,
-) -> (PartitionCodes, Vec<OffsetsRecord>) {
+) -> (PartitionCodes, Vec<OffsetsRecord>, AcceptedOffsets) {
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
     let mut accepted = Vec::new();
@@ -273,19 +353,20 @@ fn store_offsets(
         for (i, _) in accepted {
             codes[i].2 = INVALID_COMMIT_OFFSET_SIZE;
         }
-        return (codes, Vec::new());
+        return (codes, Vec::new(), Vec::new());
     }
-    for (i, committed) in accepted {
-        let o = &offsets[i];
-        g.offsets.insert(
-            (o.topic.clone(), o.partition),
-            StoredOffset {
+    let accepted = accepted
+        .into_iter()
+        .map(|(i, committed)| {
+            let o = &offsets[i];
+            let stored = StoredOffset {
                 committed,
                 expire_timestamp: None,
-            },
-        );
-    }
-    (codes, records)
+            };
+            ((o.topic.clone(), o.partition), stored)
+        })
+        .collect();
+    (codes, records, accepted)
 }
 
 /// Which offsets of `g` have expired at `now_ms` (Kafka's `removeExpiredOffsets`).
@@ -318,10 +399,15 @@ fn expired_offsets(g: &Group, now_ms: i64, retention_ms: i64) -> Vec<(String, i3
 }
 
 /// Removes the given offsets, returning how many were present.
+/// A pending commit of a removed partition is dropped too (and gets its tombstone, since its
+/// record may already be in the log), so its completion cannot bring the offset back.
 fn remove_offsets(g: &mut Group, partitions: &[(String, i32)]) -> Vec<(String, i32)> {
     partitions
         .iter()
-        .filter(|k| g.offsets.remove(k).is_some())
+        .filter(|k| {
+            let pending = g.pending_offsets.remove(*k).is_some();
+            g.offsets.remove(*k).is_some() || pending
+        })
         .cloned()
         .collect()
 }
@@ -340,5 +426,5 @@ fn cleanup_group(
             value: None,
         });
     }
-    g.is(GroupState::Empty) && g.offsets.is_empty()
+    g.is(GroupState::Empty) && g.offsets.is_empty() && g.pending_offsets.is_empty()
 }

@@ -3,5 +3,6 @@
 mod common;
 mod errors;
 mod load;
+mod pending_commits;
 mod properties;
 mod scenarios;
