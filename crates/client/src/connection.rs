@@ -204,6 +204,48 @@ impl Connection {
         Ok(resp)
     }
 
+    /// Writes `req` now and returns the slot its response arrives in, without waiting for it.
+    ///
+    /// For callers that must put several requests on the wire in a fixed order and await
+    /// their responses concurrently (the producer: one partition's batches must reach the
+    /// broker in sequence order, as Kafka's single sender thread writes them). Pair it with
+    /// [`Connection::await_response`].
+    pub async fn write_request<R: Request>(&self, req: &R, version: i16) -> Result<ResponseSlot> {
+        let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
+        let mut buf = BytesMut::new();
+        frame::encode_request(req, version, correlation, &self.config.client_id, &mut buf)?;
+        let (tx, rx) = oneshot::channel();
+        self.register(correlation, tx)?;
+        if let Err(e) = self.write_frame(&buf).await {
+            self.unregister(correlation);
+            return Err(e);
+        }
+        Ok(ResponseSlot { correlation, rx })
+    }
+
+    /// The response of a request written with [`Connection::write_request`] at `version`.
+    pub async fn await_response<R: Request>(
+        &self,
+        slot: ResponseSlot,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        let correlation = slot.correlation;
+        let raw = match tokio::time::timeout(timeout, slot.rx).await {
+            Ok(Ok(raw)) => raw,
+            Ok(Err(_)) => return Err(self.closed_error()),
+            Err(_) => {
+                self.unregister(correlation);
+                return Err(ClientError::Timeout(
+                    timeout,
+                    format!("api {} response from {}", R::KEY, self.addr),
+                ));
+            }
+        };
+        let (_, resp) = frame::decode_response::<R>(raw, version)?;
+        Ok(resp)
+    }
+
     /// Sends a request that gets no response (Produce with acks=0).
     pub async fn send_no_response<R: Request>(&self, req: &R, version: i16) -> Result<()> {
         let correlation = self.next_correlation.fetch_add(1, Ordering::Relaxed);
@@ -321,6 +363,12 @@ impl Connection {
         }
         Ok(())
     }
+}
+
+/// A request on the wire whose response is still to come (see [`Connection::write_request`]).
+pub struct ResponseSlot {
+    correlation: i32,
+    rx: oneshot::Receiver<Bytes>,
 }
 
 fn closed_io_error(addr: &str, reason: &str) -> ClientError {

@@ -46,6 +46,9 @@ pub(crate) struct Inner {
     pub identity: Option<ProducerIdentity>,
     /// In-flight request slots per broker.
     pub in_flight: Mutex<std::collections::HashMap<i32, Arc<Semaphore>>>,
+    /// Per broker, the signal that the last request handed to a task has been written: the
+    /// next request's task waits for it, so requests are written in the order they were made.
+    pub write_turns: Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Receiver<()>>>,
 }
 
 impl Inner {
@@ -192,6 +195,7 @@ impl Producer {
             closed: AtomicBool::new(false),
             identity,
             in_flight: Mutex::new(Default::default()),
+            write_turns: Mutex::new(Default::default()),
         });
         let sender = tokio::spawn(sender::run(inner.clone()));
         Ok(Self {

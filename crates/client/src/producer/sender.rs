@@ -14,6 +14,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::connection::{Connection, ResponseSlot};
+
 use super::accumulator::{Batch, BatchOutcome};
 use super::{duplicate, Inner};
 use crate::error::ClientError;
@@ -97,27 +99,66 @@ fn in_flight_slots(inner: &Inner, leader: i32) -> Arc<Semaphore> {
 
 /// Waits for an in-flight slot (this is the producer's back-pressure towards the sender
 /// loop: while slots are busy, batches keep filling up) and spawns the request.
+///
+/// Requests to one broker are written in the order the loop makes them: each task waits for
+/// its predecessor's write (not its response) before connecting and writing, so a
+/// partition's batches reach the broker in sequence order while the loop never blocks on a
+/// connection. (With tasks that each connected and wrote as they pleased, a later batch could
+/// land first on a fresh connection, and the earlier ones then failed with
+/// OUT_OF_ORDER_SEQUENCE_NUMBER; Kafka's single sender thread writes in order.)
 async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     let slots = in_flight_slots(inner, leader);
     let Ok(permit) = slots.acquire_owned().await else {
         return;
     };
-    tokio::spawn(send_request(inner.clone(), leader, batches, permit));
+    let (written_tx, written_rx) = tokio::sync::oneshot::channel();
+    let previous = inner
+        .write_turns
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(leader, written_rx);
+    let inner = inner.clone();
+    tokio::spawn(async move {
+        if let Some(previous) = previous {
+            // Sent or dropped: either way the predecessor is done writing.
+            let _ = previous.await;
+        }
+        let written = write_request(&inner, leader, batches).await;
+        drop(written_tx);
+        if let Some(written) = written {
+            handle_response(inner, written, permit).await;
+        }
+    });
 }
 
-async fn send_request(
-    inner: Arc<Inner>,
+/// A Produce request on the wire, waiting for its response.
+struct Written {
+    conn: Arc<Connection>,
+    slot: ResponseSlot,
+    version: i16,
+    batches: Vec<Batch>,
+}
+
+/// Encodes the batches into one Produce request and writes it; `None` when there is no
+/// response to wait for (acks=0, or the batches were already failed or requeued).
+async fn write_request(
+    inner: &Arc<Inner>,
     leader: i32,
     mut batches: Vec<Batch>,
-    _permit: OwnedSemaphorePermit,
-) {
+) -> Option<Written> {
     let conn = match inner.client.broker_connection(leader).await {
         Ok(conn) => conn,
-        Err(e) => return retry_or_fail(&inner, batches, &e),
+        Err(e) => {
+            retry_or_fail(inner, batches, &e);
+            return None;
+        }
     };
     let version = match conn.negotiated::<ProduceRequest>() {
         Ok(v) => v,
-        Err(e) => return fail_all(&inner, batches, &e),
+        Err(e) => {
+            fail_all(inner, batches, &e);
+            return None;
+        }
     };
     if inner.config.compression == Compression::Zstd && version < 7 {
         let e = ClientError::kafka(
@@ -126,7 +167,8 @@ async fn send_request(
                 "zstd needs Produce v7+, the broker speaks v{version}"
             )),
         );
-        return fail_all(&inner, batches, &e);
+        fail_all(inner, batches, &e);
+        return None;
     }
     let mut topics: Vec<TopicProduceData> = Vec::new();
     for batch in batches.iter_mut() {
@@ -146,7 +188,8 @@ async fn send_request(
                     encode_batch(&batch.records, inner.config.compression, stamp, &mut buf)
                 {
                     let batches = std::mem::take(&mut batches);
-                    return fail_all(&inner, batches, &e);
+                    fail_all(inner, batches, &e);
+                    return None;
                 }
                 let bytes = buf.freeze();
                 batch.encoded = Some(bytes.clone());
@@ -178,16 +221,42 @@ async fn send_request(
         match conn.send_no_response(&req, version).await {
             Ok(()) => {
                 for b in batches {
-                    complete(&inner, b, Ok((-1, -1)));
+                    complete(inner, b, Ok((-1, -1)));
                 }
             }
-            Err(e) => retry_or_fail(&inner, batches, &e),
+            Err(e) => retry_or_fail(inner, batches, &e),
         }
-        return;
+        return None;
     }
+    match conn.write_request(&req, version).await {
+        Ok(slot) => Some(Written {
+            conn,
+            slot,
+            version,
+            batches,
+        }),
+        Err(e) => {
+            retry_or_fail(inner, batches, &e);
+            None
+        }
+    }
+}
+
+/// Waits for a written request's response (the in-flight slot is held until then) and
+/// completes, retries or fails each of its batches.
+async fn handle_response(inner: Arc<Inner>, written: Written, _permit: OwnedSemaphorePermit) {
+    let Written {
+        conn,
+        slot,
+        version,
+        batches,
+    } = written;
 
     let rpc_timeout = inner.config.request_timeout + Duration::from_secs(5);
-    let resp = match conn.send_at(&req, version, rpc_timeout).await {
+    let resp = match conn
+        .await_response::<ProduceRequest>(slot, version, rpc_timeout)
+        .await
+    {
         Ok(resp) => resp,
         Err(e) => return retry_or_fail(&inner, batches, &e),
     };
