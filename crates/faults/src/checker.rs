@@ -260,9 +260,8 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> u64 {
     a.1.min(b.1).saturating_sub(a.0.max(b.0))
 }
 
-/// (total, longest) ms in gaps >= [`GAP_MS`] between acknowledgments (completion times) from
-/// the first acknowledgment to the last, minus the time no majority was connected.
-fn unavailability(events: &[Event]) -> (u64, u64) {
+/// When each acknowledged write completed (ms since the run's start), in order.
+pub(crate) fn ack_times(events: &[Event]) -> Vec<u64> {
     let mut acks: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -276,6 +275,13 @@ fn unavailability(events: &[Event]) -> (u64, u64) {
         })
         .collect();
     acks.sort_unstable();
+    acks
+}
+
+/// (total, longest) ms in gaps >= [`GAP_MS`] between acknowledgments (completion times) from
+/// the first acknowledgment to the last, minus the time no majority was connected.
+fn unavailability(events: &[Event]) -> (u64, u64) {
+    let acks = ack_times(events);
     let excluded = minority_intervals(events);
     let (mut total, mut longest) = (0, 0);
     for pair in acks.windows(2) {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::checker;
-use crate::history::{Event, Outcome};
+use crate::history::Event;
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -34,19 +34,7 @@ pub fn rows(events: &[Event], into: &mut BTreeMap<String, Row>) {
             _ => None,
         })
         .collect();
-    let mut acks: Vec<u64> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Produce {
-                t,
-                latency,
-                outcome: Outcome::Ok { .. },
-                ..
-            } => Some(t + latency),
-            _ => None,
-        })
-        .collect();
-    acks.sort_unstable();
+    let acks = checker::ack_times(events);
     let end = acks.last().copied().unwrap_or(0);
     for (i, (from, k)) in starts.iter().enumerate() {
         let to = starts.get(i + 1).map(|s| s.0).unwrap_or(end);
@@ -113,6 +101,7 @@ pub fn render(runs: &[(String, Vec<Event>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Outcome;
 
     fn ack(done: u64) -> Event {
         Event::Produce {
