@@ -10,15 +10,19 @@ use tokio::sync::watch;
 use crate::config::BrokerConfig;
 use crate::controller_client::ControllerClient;
 use crate::group_manager::GroupHandle;
+use crate::principal::KafkaPrincipal;
 use crate::replica_manager::ReplicaManager;
 
 /// Producer ids are taken from the controller in blocks, so InitProducerId rarely needs it.
 const PRODUCER_ID_BLOCK: i64 = runnel_metadata::PRODUCER_ID_BLOCK_SIZE;
 
-/// Who sent a request: used for group member ids and DescribeGroups' client host.
+/// Who sent a request: used for group member ids, DescribeGroups' client host and
+/// authorization (the principal and the listener the connection came in on).
 pub struct RequestContext {
     pub client_id: String,
     pub peer: std::net::SocketAddr,
+    pub listener: String,
+    pub principal: KafkaPrincipal,
 }
 
 impl RequestContext {

@@ -11,6 +11,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::context::{Broker, RequestContext};
 use crate::handlers;
+use crate::principal::ConnectionIdentity;
 
 /// Why a connection is being closed.
 #[derive(Debug)]
@@ -97,7 +98,7 @@ fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T,
 pub async fn dispatch(
     broker: &Arc<Broker>,
     frame: Bytes,
-    peer: std::net::SocketAddr,
+    identity: &ConnectionIdentity,
 ) -> Result<Option<Bytes>, DispatchError> {
     if frame.len() < 8 {
         return Err(DispatchError(format!(
@@ -135,10 +136,24 @@ pub async fn dispatch(
         .map(|s| s.to_string())
         .unwrap_or_default();
     tracing::trace!(?key, version, correlation_id, %client_id, "request");
+    let ctx = RequestContext {
+        client_id,
+        peer: identity.peer,
+        listener: identity.listener.clone(),
+        principal: identity.principal.clone(),
+    };
     macro_rules! call {
         ($req:ty, $handler:path) => {{
             let request: $req = decode(&mut buf, key, version)?;
             let response = $handler(broker, request, version).await;
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }};
+    }
+    // For handlers that need to know who asks (authorization, member ids).
+    macro_rules! call_ctx {
+        ($req:ty, $handler:path) => {{
+            let request: $req = decode(&mut buf, key, version)?;
+            let response = $handler(broker, request, version, &ctx).await;
             encode_response(key, version, correlation_id, &response).map(Some)
         }};
     }
@@ -189,19 +204,11 @@ pub async fn dispatch(
         ApiKey::FindCoordinator => {
             call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }
-        ApiKey::JoinGroup => {
-            let request: JoinGroupRequest = decode(&mut buf, key, version)?;
-            let ctx = RequestContext { client_id, peer };
-            let response = handlers::groups::join_group(broker, request, version, &ctx).await;
-            encode_response(key, version, correlation_id, &response).map(Some)
-        }
-        ApiKey::ConsumerGroupHeartbeat => {
-            let request: ConsumerGroupHeartbeatRequest = decode(&mut buf, key, version)?;
-            let ctx = RequestContext { client_id, peer };
-            let response =
-                handlers::consumer_group::heartbeat(broker, request, version, &ctx).await;
-            encode_response(key, version, correlation_id, &response).map(Some)
-        }
+        ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups::join_group),
+        ApiKey::ConsumerGroupHeartbeat => call_ctx!(
+            ConsumerGroupHeartbeatRequest,
+            handlers::consumer_group::heartbeat
+        ),
         ApiKey::ConsumerGroupDescribe => call!(
             ConsumerGroupDescribeRequest,
             handlers::consumer_group::describe

@@ -17,6 +17,7 @@ pub mod isr;
 pub mod log_dir_failure;
 pub mod metadata_log;
 pub mod partition;
+pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
 pub mod publisher;

@@ -27,6 +27,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
 use crate::dispatch::{dispatch, DispatchError};
+use crate::principal::ConnectionIdentity;
 use frame::{read_frame, Frame};
 use limits::{ConnectionCounts, PerIpLimits, ServerLimits};
 use memory::RequestMemory;
@@ -197,6 +198,7 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) 
     let _ = stream.set_nodelay(true);
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
+    let identity = ConnectionIdentity::anonymous(peer, "PLAINTEXT");
     loop {
         // The idle clock runs from the last response until a whole request is in: bytes of a
         // half-received frame do not reset it, so a trickling sender is closed too.
@@ -210,7 +212,7 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) 
             Ok(frame) => frame,
             Err(closed) => return closed,
         };
-        let response = match dispatch(&shared.broker, bytes, peer).await {
+        let response = match dispatch(&shared.broker, bytes, &identity).await {
             Ok(response) => response,
             Err(DispatchError(reason)) => return Closed::BadRequest(reason),
         };

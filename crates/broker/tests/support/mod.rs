@@ -14,6 +14,7 @@ use bytes::Bytes;
 use runnel_broker::config::BrokerConfig;
 use runnel_broker::context::Broker;
 use runnel_broker::dispatch::{dispatch, DispatchError};
+use runnel_broker::principal::ConnectionIdentity;
 use runnel_broker::startup::{self, RunningBroker};
 use runnel_broker::BrokerArgs;
 
@@ -96,9 +97,14 @@ impl InProcessBroker {
     pub fn dispatch(&self, frame: Bytes, limit: Duration) -> Outcome {
         let broker = self.broker.clone();
         let peer = self.peer;
-        let task = self
-            .runtime
-            .spawn(async move { dispatch(&broker, frame, peer).await });
+        let task = self.runtime.spawn(async move {
+            dispatch(
+                &broker,
+                frame,
+                &ConnectionIdentity::anonymous(peer, "PLAINTEXT"),
+            )
+            .await
+        });
         let joined = self
             .runtime
             .block_on(async { tokio::time::timeout(limit, task).await });
@@ -125,8 +131,14 @@ impl InProcessBroker {
     pub fn detach(&self, frame: Bytes) -> Outcome {
         let broker = self.broker.clone();
         let peer = self.peer;
-        self.runtime
-            .spawn(async move { dispatch(&broker, frame, peer).await });
+        self.runtime.spawn(async move {
+            dispatch(
+                &broker,
+                frame,
+                &ConnectionIdentity::anonymous(peer, "PLAINTEXT"),
+            )
+            .await
+        });
         Outcome::Detached
     }
 }
