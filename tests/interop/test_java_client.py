@@ -32,6 +32,7 @@ SCENARIOS = [
     "admin-groups",
     "admin-elect-leaders",
     "admin-reassign",
+    "admin-log-dirs",
     "produce-compression",
     "consumer-classic-range",
     "consumer-classic-cooperative",

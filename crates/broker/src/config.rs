@@ -29,6 +29,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("connections.max.idle.ms", "600000"),
     ("queued.max.request.bytes", "-1"),
     ("fetch.max.bytes", "57671680"),
+    ("max.request.partition.size.limit", "2000"),
     ("replica.fetch.response.max.bytes", "10485760"),
     ("log.segment.bytes", "1073741824"),
     ("log.roll.hours", "168"),

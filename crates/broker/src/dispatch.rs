@@ -51,6 +51,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
+    (ApiKey::DescribeLogDirs, 1, 4),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -222,6 +224,13 @@ pub async fn dispatch(
         ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
         ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::DescribeLogDirs => {
+            call!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle)
+        }
+        ApiKey::DescribeTopicPartitions => call!(
+            DescribeTopicPartitionsRequest,
+            handlers::describe_topic_partitions::handle
+        ),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }

@@ -8,6 +8,7 @@ pub mod context;
 pub mod controller_client;
 pub mod controller_rpc;
 pub mod controller_shell;
+pub mod disk_space;
 pub mod dispatch;
 pub mod errors;
 pub mod group_manager;

@@ -159,6 +159,12 @@ macro_rules! paste_request {
     (ConsumerGroupDescribe) => {
         ConsumerGroupDescribeRequest
     };
+    (DescribeLogDirs) => {
+        DescribeLogDirsRequest
+    };
+    (DescribeTopicPartitions) => {
+        DescribeTopicPartitionsRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -227,6 +233,8 @@ requests!(
     ListPartitionReassignments,
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
+    DescribeLogDirs,
+    DescribeTopicPartitions,
 );
 
 fn name(s: &'static str) -> TopicName {

@@ -22,6 +22,9 @@ import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.CreateTopicsResult;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.ListConsumerGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
@@ -122,6 +125,52 @@ final class AdminScenarios {
                 () -> admin.describeTopics(List.of(topic)).allTopicNames().get());
             Check.failsWith(UnknownTopicOrPartitionException.class, "deleting it again",
                 () -> admin.deleteTopics(List.of(topic)).all().get());
+        }
+    }
+
+    /**
+     * describeTopics paged by DescribeTopicPartitions (the 3.9 client pages with the cursor when
+     * the broker advertises API 75) and describeLogDirs: every replica is in a broker's one log
+     * dir, the written partition has bytes, and the dir reports its filesystem's size.
+     */
+    static void pagedDescribeAndLogDirs(Main.Env env) throws Exception {
+        String topic = Clients.uniqueTopic("java-log-dirs");
+        try (Admin admin = Clients.admin(env.bootstrap())) {
+            admin.createTopics(List.of(new NewTopic(topic, 5, (short) rf(env)))).all().get();
+            Clients.createTopicWaitLeaders(admin, topic, 5);
+            TopicDescription paged = admin.describeTopics(List.of(topic),
+                new DescribeTopicsOptions().partitionSizeLimitPerResponse(2)).allTopicNames().get().get(topic);
+            List<Integer> indexes = paged.partitions().stream().map(TopicPartitionInfo::partition).toList();
+            Check.equal(List.of(0, 1, 2, 3, 4), indexes, "partitions of a describeTopics paged by 2");
+
+            try (KafkaProducer<byte[], byte[]> producer = Clients.producer(env.bootstrap(), Map.of())) {
+                byte[] value = new byte[1000];
+                for (int i = 0; i < 20; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, null, value)).get();
+                }
+            }
+            List<Integer> brokers = admin.describeCluster().nodes().get().stream().map(Node::id).toList();
+            Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(brokers).allDescriptions().get();
+            int replicas = 0;
+            for (Map.Entry<Integer, Map<String, LogDirDescription>> broker : dirs.entrySet()) {
+                Check.equal(1, broker.getValue().size(), "log dirs of broker " + broker.getKey());
+                LogDirDescription dir = broker.getValue().values().iterator().next();
+                Check.that(dir.error() == null, "log dir error on broker " + broker.getKey() + ": " + dir.error());
+                Check.that(dir.totalBytes().orElse(0) > 0 && dir.usableBytes().orElse(-1) >= 0,
+                    "filesystem size of broker " + broker.getKey() + "'s dir: " + dir);
+                for (Map.Entry<TopicPartition, ReplicaInfo> r : dir.replicaInfos().entrySet()) {
+                    if (!r.getKey().topic().equals(topic)) {
+                        continue;
+                    }
+                    replicas++;
+                    if (r.getKey().partition() == 0) {
+                        Check.that(r.getValue().size() >= 20_000, "size of " + r.getKey() + " on broker "
+                            + broker.getKey() + ": " + r.getValue().size());
+                    }
+                }
+            }
+            Check.equal(5 * rf(env), replicas, "replicas of " + topic + " in the brokers' log dirs");
+            admin.deleteTopics(List.of(topic)).all().get();
         }
     }
 
