@@ -25,6 +25,8 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::CreatePartitions => (0, 3),
         ApiKey::IncrementalAlterConfigs => (0, 1),
         ApiKey::DescribeCluster => (0, 1),
+        // kafka-log-dirs.sh (v4 adds the filesystem's total and usable bytes).
+        ApiKey::DescribeLogDirs => (1, 4),
         // v2 adds directory ids and voter endpoints (KIP-853), which the quorum tool does not
         // print in the format it reproduces.
         ApiKey::DescribeQuorum => (0, 1),

@@ -44,6 +44,12 @@ enum Command {
     Metadata(cmd::metadata::MetadataArgs),
     /// Run a local cluster of combined broker+controller nodes until Ctrl-C.
     DevCluster(cmd::dev_cluster::DevClusterArgs),
+    /// Print partition offsets: latest, earliest, max timestamp or by time (kafka-get-offsets.sh).
+    GetOffsets(cmd::get_offsets::GetOffsetsArgs),
+    /// Delete records before offsets from an offset JSON file (kafka-delete-records.sh).
+    DeleteRecords(cmd::delete_records::DeleteRecordsArgs),
+    /// Describe the brokers' log directories as JSON (kafka-log-dirs.sh --describe).
+    LogDirs(cmd::log_dirs::LogDirsArgs),
 }
 
 fn init_tracing() {
@@ -74,6 +80,9 @@ async fn main() -> ExitCode {
         Command::MetadataQuorum(args) => cmd::metadata_quorum::run(args).await,
         Command::Metadata(args) => cmd::metadata::run(args).await,
         Command::DevCluster(args) => cmd::dev_cluster::run(args).await,
+        Command::GetOffsets(args) => cmd::get_offsets::run(args).await,
+        Command::DeleteRecords(args) => cmd::delete_records::run(args).await,
+        Command::LogDirs(args) => cmd::log_dirs::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

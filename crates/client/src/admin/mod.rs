@@ -8,6 +8,7 @@ mod configs;
 mod elect_leaders;
 mod group_offsets;
 mod groups;
+mod log_dirs;
 pub(crate) mod offsets;
 mod quorum;
 mod reassignments;
@@ -23,6 +24,7 @@ pub use configs::{
 };
 pub use elect_leaders::{elect_leaders_request, elect_leaders_results, ElectionType};
 pub use groups::{GroupDescription, GroupListing, GroupMemberDescription};
+pub use log_dirs::{LogDirInfo, ReplicaLogInfo};
 pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
 pub use quorum::{describe_quorum_request, QuorumInfo, QuorumReplica, CLUSTER_METADATA_TOPIC};

@@ -40,6 +40,8 @@ pub use config::{ConsumerGroupConfig, KNOWN_ASSIGNORS};
 pub use group::ConsumerGroupState;
 pub use heartbeat::ClientInfo;
 pub use member::{MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
+/// The topic-pattern engine, shared with the tools that take Kafka's `--topic` regexes.
+pub use regex::Regex as TopicRegex;
 pub use validate::CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION;
 
 use crate::coordinator::MemberIdGenerator;

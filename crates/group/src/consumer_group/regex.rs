@@ -7,7 +7,7 @@
 
 /// Compiled pattern.
 #[derive(Debug, Clone)]
-pub(crate) struct Regex {
+pub struct Regex {
     prog: Vec<Inst>,
 }
 

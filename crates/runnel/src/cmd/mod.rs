@@ -3,10 +3,13 @@
 pub mod args;
 pub mod configs;
 pub mod consume;
+pub mod delete_records;
 pub mod dev_cluster;
+pub mod get_offsets;
 pub mod groups;
 pub mod java_exception;
 pub mod leader_election;
+pub mod log_dirs;
 pub mod metadata;
 pub mod metadata_quorum;
 pub mod perf;
