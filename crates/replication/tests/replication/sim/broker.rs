@@ -77,6 +77,8 @@ pub struct Broker {
     // volatile
     pub hw: i64,
     pub reg_offset: Option<i64>,
+    /// The broker epoch of the registration (what heartbeats carry).
+    pub broker_epoch: i64,
     pub next_register: u64,
     pub image: Option<Arc<MetadataImage>>,
     pub last_partition_epoch: i32,
@@ -100,6 +102,7 @@ impl Broker {
             hw_checkpoint: 0,
             hw: 0,
             reg_offset: None,
+            broker_epoch: -1,
             next_register: 0,
             image: None,
             last_partition_epoch: -1,
@@ -135,6 +138,7 @@ impl Broker {
         self.alive = false;
         self.restart_at = restart_at;
         self.reg_offset = None;
+        self.broker_epoch = -1;
         self.image = None;
         self.last_partition_epoch = -1;
         self.shutting_down = None;
@@ -163,10 +167,13 @@ impl World {
             Msg::Metadata(image) => self.apply_image(i, image),
             Msg::RegisterResp {
                 incarnation,
-                offset,
+                result: Ok((epoch, offset)),
             } => {
+                // A retried registration may have committed twice: the later (higher) epoch
+                // is the current registration.
                 let b = &mut self.brokers[i];
-                if incarnation == b.incarnation && b.reg_offset.is_none() {
+                if incarnation == b.incarnation && epoch > b.broker_epoch {
+                    b.broker_epoch = epoch;
                     b.reg_offset = Some(offset);
                     b.next_heartbeat = self.tick;
                 }
@@ -181,6 +188,11 @@ impl World {
                     self.stats.controlled_shutdowns += 1;
                     self.ev(Ev::ShutdownDone(id));
                     self.crash(i);
+                    // The broker's `end_session`, its last request.
+                    let node = self.brokers[i].node();
+                    let msg = Msg::ShutdownComplete { broker: id };
+                    self.net
+                        .send(&mut self.rng, self.tick, node, CONTROLLER, msg);
                 }
             }
             Msg::Fetch {
@@ -737,7 +749,7 @@ impl World {
             b.next_heartbeat = tick + hb;
             let msg = Msg::Heartbeat {
                 broker: b.id,
-                incarnation: b.incarnation,
+                broker_epoch: b.broker_epoch,
                 metadata_offset: b.image.as_ref().map_or(-1, |m| m.offset),
             };
             self.outbox.push((node, CONTROLLER, msg));
