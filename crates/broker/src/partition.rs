@@ -553,10 +553,8 @@ impl Partition {
                 record_replicated_producers(&mut self.producers.lock(), records, info.last_offset);
             }
         }
-        let hw = leader_hw.min(log.log_end_offset());
-        if hw > log.high_watermark() {
-            log.set_high_watermark(hw);
-        }
+        let hw = runnel_replication::follower_high_watermark(leader_hw, log.log_end_offset());
+        log.set_high_watermark(hw);
         self.publish(&log);
         Ok(())
     }

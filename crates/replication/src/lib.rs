@@ -25,6 +25,7 @@ pub mod epoch_cache;
 pub mod fencing;
 pub mod follower;
 pub mod follower_fetch;
+pub mod follower_hw;
 pub mod leader_state;
 pub mod truncation;
 
@@ -33,6 +34,7 @@ pub use epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use fencing::check_leader_epoch;
 pub use follower::{FollowerState, UNKNOWN_OFFSET};
 pub use follower_fetch::{check_follower_fetch, FollowerIdentity};
+pub use follower_hw::follower_high_watermark;
 pub use leader_state::{
     AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome, LeaderConfig,
     LeaderPartitionState,

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use runnel_metadata::replication::AlterPartitionRequest;
 use runnel_metadata::MetadataImage;
 use runnel_replication::{
-    check_leader_epoch, codes, diverging_epoch, truncation_point, AcksOutcome,
-    AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderEpochCache, LeaderPartitionState,
+    check_leader_epoch, codes, diverging_epoch, follower_high_watermark, truncation_point,
+    AcksOutcome, AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderEpochCache,
+    LeaderPartitionState,
 };
 
 use super::net::{FetchBody, Msg, Rec, CLIENT, CONTROLLER};
@@ -655,7 +656,7 @@ impl World {
                     b.cache.assign(r.epoch, offset);
                     b.log.push(r);
                 }
-                b.hw = hw.min(b.leo());
+                b.hw = follower_high_watermark(hw, b.leo());
             }
             FetchBody::Diverging(reply) => {
                 f.next_send = tick;
