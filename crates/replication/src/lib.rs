@@ -36,8 +36,8 @@ pub use follower::{FollowerState, UNKNOWN_OFFSET};
 pub use follower_fetch::{check_follower_fetch, FollowerIdentity};
 pub use follower_hw::follower_high_watermark;
 pub use leader_state::{
-    AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome, LeaderConfig,
-    LeaderPartitionState,
+    ineligible_replicas, AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome,
+    LeaderConfig, LeaderImage, LeaderPartitionState,
 };
 pub use truncation::{diverging_epoch, truncation_point, TruncationState};
 

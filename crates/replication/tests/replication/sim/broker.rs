@@ -13,9 +13,9 @@ use std::sync::Arc;
 use runnel_metadata::replication::AlterPartitionRequest;
 use runnel_metadata::MetadataImage;
 use runnel_replication::{
-    check_leader_epoch, codes, diverging_epoch, follower_high_watermark, truncation_point,
-    AcksOutcome, AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderEpochCache,
-    LeaderPartitionState,
+    check_leader_epoch, codes, diverging_epoch, follower_high_watermark, ineligible_replicas,
+    truncation_point, AcksOutcome, AlterPartitionFailure, BecomeLeader, LeaderConfig,
+    LeaderEpochCache, LeaderImage, LeaderPartitionState,
 };
 
 use super::net::{FetchBody, Msg, Rec, CLIENT, CONTROLLER};
@@ -231,18 +231,16 @@ impl World {
     /// A metadata image arrived (Kafka's `ReplicaManager.applyDelta` for this partition).
     pub fn apply_image(&mut self, i: usize, image: Arc<MetadataImage>) {
         let now_ms = self.now_ms();
+        let config = self.leader_config();
         let b = &mut self.brokers[i];
         let Some(reg) = b.reg_offset else { return };
         if image.offset < reg || b.image.as_ref().is_some_and(|m| image.offset <= m.offset) {
             return;
         }
         let p = image.partition(TOPIC, 0).expect("partition").clone();
-        let ineligible: BTreeSet<i32> = image
-            .brokers
-            .values()
-            .filter(|r| !r.is_active())
-            .map(|r| r.id)
-            .collect();
+        let ineligible = ineligible_replicas(&p.replicas, |r| {
+            image.brokers.get(&r).is_some_and(|b| b.is_active())
+        });
         let changed = p.partition_epoch != b.last_partition_epoch;
         b.last_partition_epoch = p.partition_epoch;
         b.image = Some(image);
@@ -251,10 +249,15 @@ impl World {
             if let Role::Leader(c) = &mut b.role {
                 let forget = changed && self.p.mutation == Some(Mutation::LeaderForgetsHw);
                 if c.ls.leader_epoch() == p.leader_epoch && !forget {
-                    c.ls.set_ineligible_replicas(ineligible);
+                    let before = c.ls.pending_isr().map(<[i32]>::to_vec);
+                    let view = LeaderImage {
+                        replicas: &p.replicas,
+                        isr: &p.isr,
+                        partition_epoch: p.partition_epoch,
+                        ineligible,
+                    };
+                    c.ls.on_image(view, config, now_ms);
                     if changed {
-                        let before = c.ls.pending_isr().map(<[i32]>::to_vec);
-                        c.ls.apply_committed_isr(p.isr.clone(), p.partition_epoch, now_ms);
                         let ev = Ev::AppliedIsr {
                             broker: id,
                             isr: p.isr.clone(),
