@@ -229,6 +229,9 @@ impl World {
                 let (records, remaining) = self.ctl.core.controlled_shutdown(&image, broker);
                 self.ctl_decide(records, "controlled shutdown");
                 let may_stop = remaining == 0;
+                if may_stop {
+                    self.check_handed_over(broker);
+                }
                 let msg = Msg::ShutdownResp {
                     incarnation,
                     may_stop,
@@ -247,6 +250,23 @@ impl World {
             }
             Msg::Alter { req, attempt } => self.ctl_alter(from, req, attempt),
             _ => {}
+        }
+    }
+
+    /// Spec D.2's promise: a broker told it may stop leads no partition that another live
+    /// in-sync replica could lead.
+    fn check_handed_over(&mut self, broker: i32) {
+        let p = self.ctl.partition().clone();
+        let image = self.ctl.image.clone();
+        let successor = p
+            .isr
+            .iter()
+            .any(|&r| r != broker && image.brokers.get(&r).is_some_and(|b| b.is_active()));
+        if p.leader == broker && successor {
+            self.fail(format!(
+                "controlled shutdown: broker {broker} may stop while leading, ISR {:?}",
+                p.isr
+            ));
         }
     }
 
