@@ -796,49 +796,21 @@ impl ControllerShell {
     /// Answers the ISR and partition epoch now committed (unchanged when the ISR already was
     /// the requested one), as Kafka's AlterPartition response does.
     async fn alter_partition(&mut self, request: AlterIsr) -> Result<(Vec<i32>, i32), ApiError> {
-        let Some(topic) = self.image.topic_by_id(&request.topic_id) else {
-            return Err(ApiError {
-                code: 100,
-                message: "unknown topic id".into(),
-            });
-        };
-        let Some(partition) = topic.partitions.get(&request.partition) else {
-            return Err(ApiError {
-                code: 3,
-                message: "unknown partition".into(),
-            });
-        };
-        let image = self.image.clone();
-        let eligible = |b: i32| {
-            image
-                .brokers
-                .get(&b)
-                .is_some_and(|r| !r.fenced && !r.in_controlled_shutdown)
-        };
-        let decision = runnel_metadata::replication::alter_partition::validate_alter_partition(
-            partition,
+        let (decision, records) = self.controller.alter_partition(
+            &self.image,
+            &request.topic_id,
+            request.partition,
             &runnel_metadata::replication::alter_partition::AlterPartitionRequest {
                 broker_id: request.broker_id,
                 leader_epoch: request.leader_epoch,
                 partition_epoch: request.partition_epoch,
-                new_isr: request.new_isr.clone(),
+                new_isr: request.new_isr,
             },
-            eligible,
         )?;
-        if !decision.changed {
-            return Ok((decision.isr, decision.partition_epoch));
+        if !records.is_empty() {
+            tracing::info!(topic_id = %request.topic_id, partition = request.partition, isr = ?decision.isr, "ISR change");
+            self.commit(records).await?;
         }
-        tracing::info!(topic = %topic.name, partition = request.partition, isr = ?decision.isr, "ISR change");
-        self.commit(vec![MetadataRecord::PartitionChange {
-            topic_id: request.topic_id,
-            partition_id: request.partition,
-            leader: None,
-            isr: Some(decision.isr.clone()),
-            replicas: None,
-            adding_replicas: None,
-            removing_replicas: None,
-        }])
-        .await?;
         Ok((decision.isr, decision.partition_epoch))
     }
 
@@ -919,30 +891,19 @@ impl ControllerShell {
     /// Unfences the registration a heartbeat was for, if it is still the current one and
     /// still fenced.
     async fn unfence(&mut self, broker_id: i32, broker_epoch: i64) -> Result<(), ApiError> {
-        let current = self
-            .image
-            .brokers
-            .get(&broker_id)
-            .is_some_and(|b| b.epoch == broker_epoch && b.fenced);
-        if current {
-            let records = self.controller.unfence_broker(&self.image, broker_id);
-            self.commit(records).await?;
-        }
-        Ok(())
+        let records = self
+            .controller
+            .unfence_registration(&self.image, broker_id, broker_epoch);
+        self.commit(records).await
     }
 
     /// Fences a broker that completed its controlled shutdown and forgets its session. Only a
     /// broker in controlled shutdown may ask (a live broker is never fenced this way).
     async fn shutdown_complete(&mut self, broker_id: i32) -> Result<(), ApiError> {
-        let in_shutdown = self
-            .image
-            .brokers
-            .get(&broker_id)
-            .is_some_and(|b| b.in_controlled_shutdown && !b.fenced);
-        if !in_shutdown {
+        let records = self.controller.shutdown_complete(&self.image, broker_id);
+        if records.is_empty() {
             return Ok(());
         }
-        let records = self.controller.fence_broker(&self.image, broker_id);
         self.commit(records).await?;
         self.live.lock().sessions.remove(broker_id);
         tracing::info!(broker_id, "controlled shutdown complete: broker fenced");

@@ -5,7 +5,6 @@
 //! Lock order, kept in this file only: log, then leader state, then producers. Other files
 //! see the log only through [`Partition::lock_log`], alone.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -15,8 +14,8 @@ use runnel_log::validate;
 use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
 use runnel_metadata::EffectiveTopicConfig;
 use runnel_replication::{
-    check_min_isr, diverging_epoch, AcksOutcome, AlterPartitionFailure, BecomeLeader,
-    EpochEndOffset, LeaderConfig, LeaderPartitionState,
+    check_min_isr, diverging_epoch, ineligible_replicas, AcksOutcome, AlterPartitionFailure,
+    BecomeLeader, EpochEndOffset, LeaderConfig, LeaderImage, LeaderPartitionState,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -252,23 +251,19 @@ impl Partition {
             replica_lag_time_max_ms: self.lag_max_ms,
             min_insync_replicas: role.config.min_insync_replicas,
         };
-        let ineligible: BTreeSet<i32> = role
-            .replicas
-            .iter()
-            .copied()
-            .filter(|r| !role.live_replicas.contains(r))
-            .collect();
+        let ineligible = ineligible_replicas(&role.replicas, |r| role.live_replicas.contains(&r));
         let current = state
             .as_mut()
             .filter(|s| s.leader_epoch() == role.leader_epoch);
         let s = match current {
             Some(s) => {
-                if s.replicas() != role.replicas.as_slice() {
-                    s.update_replicas(role.replicas.clone(), now);
-                }
-                s.set_config(config);
-                s.set_ineligible_replicas(ineligible);
-                s.apply_committed_isr(role.isr.clone(), role.partition_epoch, now);
+                let image = LeaderImage {
+                    replicas: &role.replicas,
+                    isr: &role.isr,
+                    partition_epoch: role.partition_epoch,
+                    ineligible,
+                };
+                s.on_image(image, config, now);
                 s
             }
             None => {
@@ -553,10 +548,8 @@ impl Partition {
                 record_replicated_producers(&mut self.producers.lock(), records, info.last_offset);
             }
         }
-        let hw = leader_hw.min(log.log_end_offset());
-        if hw > log.high_watermark() {
-            log.set_high_watermark(hw);
-        }
+        let hw = runnel_replication::follower_high_watermark(leader_hw, log.log_end_offset());
+        log.set_high_watermark(hw);
         self.publish(&log);
         Ok(())
     }

@@ -262,6 +262,22 @@ fn truncation_forgets_the_producer_state_of_the_cut_batches() {
     assert_eq!((resent.base_offset, resent.duplicate), (3, false));
 }
 
+/// Caught by comparing with the simulation's rule: the follower's HW only moved forward, but
+/// Kafka's follower takes the leader's HW capped at its LEO (spec E.3,
+/// `runnel_replication::follower_high_watermark`), also when a new leader's HW is lower.
+#[test]
+fn a_follower_takes_the_leaders_hw_even_when_it_is_lower() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = leader(dir.path(), follower_role());
+    p.append_as_follower(&idempotent(0, 3, 0, 0), 2).unwrap();
+    assert_eq!(hw(&p), 2);
+    p.append_as_follower(&[], 9).unwrap();
+    assert_eq!(hw(&p), 3, "capped at the follower's LEO");
+    // A new leader whose HW has not caught up yet answers HW 1.
+    p.append_as_follower(&[], 1).unwrap();
+    assert_eq!(hw(&p), 1);
+}
+
 // ---- issue 10: the data path's waits and the follower fetch on the pure rules --------------
 
 fn min_isr(mut role: Role, min_insync_replicas: i32) -> Role {

@@ -35,6 +35,23 @@ impl Default for LeaderConfig {
     }
 }
 
+/// What a metadata image says about a partition this broker already leads in the image's
+/// leader epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderImage<'a> {
+    pub replicas: &'a [i32],
+    pub isr: &'a [i32],
+    pub partition_epoch: i32,
+    /// The assigned replicas whose brokers may not join the ISR (KIP-841).
+    pub ineligible: BTreeSet<i32>,
+}
+
+/// The assigned replicas on brokers that are not `eligible` (registered, unfenced and not in
+/// controlled shutdown).
+pub fn ineligible_replicas(replicas: &[i32], eligible: impl Fn(i32) -> bool) -> BTreeSet<i32> {
+    replicas.iter().copied().filter(|&r| !eligible(r)).collect()
+}
+
 /// What the broker knows when it becomes (or is confirmed as) the partition's leader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BecomeLeader {
@@ -215,6 +232,20 @@ impl LeaderPartitionState {
                 .or_insert_with(|| FollowerState::new_for_leader(leo, now_ms, false));
         }
         self.replicas = replicas;
+    }
+
+    /// Every image the leader sees while it keeps its leader epoch: the assignment (a
+    /// reassignment), the topic config, the ineligible brokers, then the committed ISR
+    /// ([`Self::apply_committed_isr`], which ignores an older partition epoch). Returns
+    /// whether the HW moved.
+    pub fn on_image(&mut self, image: LeaderImage<'_>, config: LeaderConfig, now_ms: i64) -> bool {
+        if self.replicas != image.replicas {
+            self.update_replicas(image.replicas.to_vec(), now_ms);
+        }
+        self.set_config(config);
+        self.set_ineligible_replicas(image.ineligible);
+        self.apply_committed_isr(image.isr.to_vec(), image.partition_epoch, now_ms)
+            .unwrap_or(false)
     }
 
     /// A new topic configuration (dynamic `min.insync.replicas` / lag changes).

@@ -25,6 +25,7 @@ pub mod epoch_cache;
 pub mod fencing;
 pub mod follower;
 pub mod follower_fetch;
+pub mod follower_hw;
 pub mod leader_state;
 pub mod truncation;
 
@@ -33,9 +34,10 @@ pub use epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use fencing::check_leader_epoch;
 pub use follower::{FollowerState, UNKNOWN_OFFSET};
 pub use follower_fetch::{check_follower_fetch, FollowerIdentity};
+pub use follower_hw::follower_high_watermark;
 pub use leader_state::{
-    AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome, LeaderConfig,
-    LeaderPartitionState,
+    ineligible_replicas, AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome,
+    LeaderConfig, LeaderImage, LeaderPartitionState,
 };
 pub use truncation::{diverging_epoch, truncation_point, TruncationState};
 

@@ -54,6 +54,43 @@ impl Controller {
         self.set_fenced(image, broker_id, false)
     }
 
+    /// The unfencing a heartbeat of registration `broker_epoch` led to: only if that is still
+    /// the broker's current registration and it is still fenced (a heartbeat of an earlier
+    /// registration, handled late, never unfences a newer one).
+    pub fn unfence_registration(
+        &mut self,
+        image: &MetadataImage,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Vec<MetadataRecord> {
+        let current = image
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| b.epoch == broker_epoch);
+        if !current {
+            return Vec::new();
+        }
+        self.set_fenced(image, broker_id, false)
+    }
+
+    /// A broker that completed its controlled shutdown is fenced at once, so its next process
+    /// registers without waiting out the session. Only a broker in controlled shutdown may
+    /// end its session this way (a live broker is never fenced by its own request).
+    pub fn shutdown_complete(
+        &mut self,
+        image: &MetadataImage,
+        broker_id: i32,
+    ) -> Vec<MetadataRecord> {
+        let in_shutdown = image
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| b.in_controlled_shutdown && !b.fenced);
+        if !in_shutdown {
+            return Vec::new();
+        }
+        self.set_fenced(image, broker_id, true)
+    }
+
     /// Fences a registered, unfenced broker (its session expired). The leader and ISR changes
     /// follow from [`Controller::on_commit`] once the fencing is committed.
     pub fn fence_broker(&mut self, image: &MetadataImage, broker_id: i32) -> Vec<MetadataRecord> {

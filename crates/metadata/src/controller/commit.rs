@@ -22,6 +22,7 @@ use super::events::{EventInput, EventLog};
 use super::{active_broker_ids, Controller, TrackedPartition, TrackedTopic};
 use crate::image::{MetadataImage, PartitionImage};
 use crate::records::MetadataRecord;
+use crate::replication::election::{initial_election, offline_election};
 use crate::state_machine::{
     check_partition_transition, check_replica_transition, PartitionState, ReplicaState,
 };
@@ -374,14 +375,8 @@ fn elect(
     active: &BTreeSet<i32>,
     unclean_allowed: &mut dyn FnMut() -> bool,
 ) -> Option<MetadataRecord> {
-    let live: Vec<i32> = p
-        .replicas
-        .iter()
-        .copied()
-        .filter(|r| active.contains(r))
-        .collect();
     if p.isr.is_empty() && p.leader == -1 {
-        let Some(&leader) = live.first() else {
+        let Some(e) = initial_election(&p.replicas, active) else {
             ctx.failed(
                 part,
                 PartitionState::Online,
@@ -392,39 +387,26 @@ fn elect(
         ctx.move_partition(
             part,
             PartitionState::Online,
-            format!("initial election: leader {leader}, isr {live:?}"),
+            format!("initial election: leader {}, isr {:?}", e.leader, e.isr),
         );
         part.last_failure = None;
-        return Some(change(topic_id, p.partition, Some(leader), live));
+        return Some(change(topic_id, p.partition, Some(e.leader), e.isr));
     }
-    let live_isr: Vec<i32> = p
-        .isr
-        .iter()
-        .copied()
-        .filter(|r| active.contains(r))
-        .collect();
-    if let Some(&leader) = p.replicas.iter().find(|r| live_isr.contains(r)) {
-        ctx.move_partition(
-            part,
-            PartitionState::Online,
-            format!("offline election: leader {leader}, isr {live_isr:?}"),
-        );
+    // The topic config is read only when a clean election is impossible.
+    let elected = offline_election(&p.replicas, &p.isr, active, false)
+        .or_else(|| offline_election(&p.replicas, &p.isr, active, unclean_allowed()));
+    if let Some(e) = elected {
+        let detail = if e.unclean {
+            format!(
+                "unclean election: leader {}, isr {:?}; records acknowledged by the lost in-sync replicas {:?} may have been lost",
+                e.leader, e.isr, p.isr
+            )
+        } else {
+            format!("offline election: leader {}, isr {:?}", e.leader, e.isr)
+        };
+        ctx.move_partition(part, PartitionState::Online, detail);
         part.last_failure = None;
-        return Some(change(topic_id, p.partition, Some(leader), live_isr));
-    }
-    if let Some(&leader) = live.first() {
-        if unclean_allowed() {
-            ctx.move_partition(
-                part,
-                PartitionState::Online,
-                format!(
-                    "unclean election: leader {leader}, isr [{leader}]; records acknowledged by the lost in-sync replicas {:?} may have been lost",
-                    p.isr
-                ),
-            );
-            part.last_failure = None;
-            return Some(change(topic_id, p.partition, Some(leader), vec![leader]));
-        }
+        return Some(change(topic_id, p.partition, Some(e.leader), e.isr));
     }
     ctx.failed(
         part,

@@ -9,6 +9,7 @@
 //! seeded RNG, so a run is reproducible from its seed and its inputs.
 
 mod alter_configs;
+mod alter_partition;
 mod brokers;
 mod commit;
 mod controlled_shutdown;

@@ -7,8 +7,8 @@
 //! committed record; an unclean one trades that for availability and must be asked for.
 //!
 //! "Live" is what the caller passes in `live`: registered, unfenced and not shutting down
-//! (the controller's `active_broker_ids`). The offline strategy here is the one the
-//! controller already runs in `controller/commit.rs` (`elect`), with identical choices.
+//! (the controller's `active_broker_ids`). The controller's `on_commit`
+//! (`controller/commit.rs`) calls the initial and offline strategies; there is no other copy.
 
 use std::collections::BTreeSet;
 

@@ -6,6 +6,7 @@ mod configs;
 mod controller;
 mod group_configs;
 mod image;
+mod liveness;
 mod placement;
 mod reassign;
 mod state_machine;

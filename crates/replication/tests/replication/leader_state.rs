@@ -545,3 +545,36 @@ fn a_dead_follower_does_not_hold_the_low_watermark_back_and_unknowns_are_ignored
     assert!(!s.on_follower_log_start(9, 0), "not a replica: ignored");
     assert_eq!(s.low_watermark(40), 40);
 }
+
+/// `on_image`, what the broker and the simulation both run on every image of a partition
+/// they keep leading: the committed ISR moves the HW, an older partition epoch is ignored,
+/// and a fenced broker (ineligible) is not proposed back into the ISR.
+#[test]
+fn every_image_of_the_same_leader_epoch_goes_through_on_image() {
+    let config = LeaderConfig {
+        replica_lag_time_max_ms: LAG,
+        min_insync_replicas: 1,
+    };
+    let mut s = leader(10, 0, &[1, 2, 3], 1);
+    fetch(&mut s, 2, 10, T0);
+    let image = |isr: &'static [i32], epoch, ineligible: &[i32]| LeaderImage {
+        replicas: &[1, 2, 3],
+        isr,
+        partition_epoch: epoch,
+        ineligible: ineligible.iter().copied().collect(),
+    };
+    // 3 never fetched: it holds the HW until the image drops it.
+    assert_eq!(s.high_watermark(), 0);
+    assert!(s.on_image(image(&[1, 2], 8, &[3]), config, T0 + 1));
+    assert_eq!((s.isr(), s.high_watermark()), (&[1, 2][..], 10));
+    // A late image of an older partition epoch changes nothing.
+    assert!(!s.on_image(image(&[1, 2, 3], 7, &[3]), config, T0 + 2));
+    assert_eq!(s.isr(), &[1, 2]);
+    // Caught up but fenced: not proposed.
+    let out = fetch(&mut s, 3, 10, T0 + 3);
+    assert_eq!(out.isr_expand, None);
+    assert_eq!(
+        ineligible_replicas(&[1, 2, 3], |r| r != 3),
+        BTreeSet::from([3])
+    );
+}

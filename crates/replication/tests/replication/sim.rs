@@ -1,6 +1,7 @@
 //! Issue 4: a deterministic simulation of replication. Three brokers (the real pure decisions
-//! of `runnel_replication`, the code the broker runs, inside a small imperative shell), a controller (the real
-//! `MetadataImage`, `offline_election` and `validate_alter_partition`), a lossy, delaying,
+//! of `runnel_replication`, the code the broker runs, inside a small imperative shell), a
+//! controller (the production pure `runnel_metadata::Controller` and `BrokerSessions`, the
+//! code `controller_shell.rs` drives, with the simulated time as `now_ms`), a lossy, delaying,
 //! partitionable network, random crashes and restarts, an acks=all producer
 //! (`min.insync.replicas` = 2) and a consumer reading below the HW. Checked after every tick
 //! and at the end:
@@ -88,6 +89,10 @@ fn sim_replication_under_crashes_and_partitions() {
         assert!(total.elections > total.seeds, "too few elections");
         assert!(total.truncated_records > 0, "no follower ever truncated");
         assert!(total.shrinks_committed > 0 && total.expands_committed > 0);
+        // The production session rules were exercised: brokers were fenced, and a restarted
+        // broker was refused while its previous process's session lived (Kafka's
+        // DUPLICATE_BROKER_REGISTRATION guard).
+        assert!(total.fenced > 0 && total.registrations_refused > 0);
         assert!(total.zombie_acks > 0 || total.seeds < DEFAULT_SEEDS);
     }
 }

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use runnel_metadata::replication::AlterPartitionRequest;
 use runnel_metadata::MetadataImage;
 use runnel_replication::{
-    check_leader_epoch, codes, diverging_epoch, truncation_point, AcksOutcome,
-    AlterPartitionFailure, BecomeLeader, LeaderConfig, LeaderEpochCache, LeaderPartitionState,
+    check_leader_epoch, codes, diverging_epoch, follower_high_watermark, ineligible_replicas,
+    truncation_point, AcksOutcome, AlterPartitionFailure, BecomeLeader, LeaderConfig,
+    LeaderEpochCache, LeaderImage, LeaderPartitionState,
 };
 
 use super::net::{FetchBody, Msg, Rec, CLIENT, CONTROLLER};
@@ -77,6 +78,8 @@ pub struct Broker {
     // volatile
     pub hw: i64,
     pub reg_offset: Option<i64>,
+    /// The broker epoch of the registration (what heartbeats carry).
+    pub broker_epoch: i64,
     pub next_register: u64,
     pub image: Option<Arc<MetadataImage>>,
     pub last_partition_epoch: i32,
@@ -100,6 +103,7 @@ impl Broker {
             hw_checkpoint: 0,
             hw: 0,
             reg_offset: None,
+            broker_epoch: -1,
             next_register: 0,
             image: None,
             last_partition_epoch: -1,
@@ -135,6 +139,7 @@ impl Broker {
         self.alive = false;
         self.restart_at = restart_at;
         self.reg_offset = None;
+        self.broker_epoch = -1;
         self.image = None;
         self.last_partition_epoch = -1;
         self.shutting_down = None;
@@ -163,10 +168,13 @@ impl World {
             Msg::Metadata(image) => self.apply_image(i, image),
             Msg::RegisterResp {
                 incarnation,
-                offset,
+                result: Ok((epoch, offset)),
             } => {
+                // A retried registration may have committed twice: the later (higher) epoch
+                // is the current registration.
                 let b = &mut self.brokers[i];
-                if incarnation == b.incarnation && b.reg_offset.is_none() {
+                if incarnation == b.incarnation && epoch > b.broker_epoch {
+                    b.broker_epoch = epoch;
                     b.reg_offset = Some(offset);
                     b.next_heartbeat = self.tick;
                 }
@@ -181,6 +189,11 @@ impl World {
                     self.stats.controlled_shutdowns += 1;
                     self.ev(Ev::ShutdownDone(id));
                     self.crash(i);
+                    // The broker's `end_session`, its last request.
+                    let node = self.brokers[i].node();
+                    let msg = Msg::ShutdownComplete { broker: id };
+                    self.net
+                        .send(&mut self.rng, self.tick, node, CONTROLLER, msg);
                 }
             }
             Msg::Fetch {
@@ -218,18 +231,16 @@ impl World {
     /// A metadata image arrived (Kafka's `ReplicaManager.applyDelta` for this partition).
     pub fn apply_image(&mut self, i: usize, image: Arc<MetadataImage>) {
         let now_ms = self.now_ms();
+        let config = self.leader_config();
         let b = &mut self.brokers[i];
         let Some(reg) = b.reg_offset else { return };
         if image.offset < reg || b.image.as_ref().is_some_and(|m| image.offset <= m.offset) {
             return;
         }
         let p = image.partition(TOPIC, 0).expect("partition").clone();
-        let ineligible: BTreeSet<i32> = image
-            .brokers
-            .values()
-            .filter(|r| !r.is_active())
-            .map(|r| r.id)
-            .collect();
+        let ineligible = ineligible_replicas(&p.replicas, |r| {
+            image.brokers.get(&r).is_some_and(|b| b.is_active())
+        });
         let changed = p.partition_epoch != b.last_partition_epoch;
         b.last_partition_epoch = p.partition_epoch;
         b.image = Some(image);
@@ -238,10 +249,15 @@ impl World {
             if let Role::Leader(c) = &mut b.role {
                 let forget = changed && self.p.mutation == Some(Mutation::LeaderForgetsHw);
                 if c.ls.leader_epoch() == p.leader_epoch && !forget {
-                    c.ls.set_ineligible_replicas(ineligible);
+                    let before = c.ls.pending_isr().map(<[i32]>::to_vec);
+                    let view = LeaderImage {
+                        replicas: &p.replicas,
+                        isr: &p.isr,
+                        partition_epoch: p.partition_epoch,
+                        ineligible,
+                    };
+                    c.ls.on_image(view, config, now_ms);
                     if changed {
-                        let before = c.ls.pending_isr().map(<[i32]>::to_vec);
-                        c.ls.apply_committed_isr(p.isr.clone(), p.partition_epoch, now_ms);
                         let ev = Ev::AppliedIsr {
                             broker: id,
                             isr: p.isr.clone(),
@@ -643,7 +659,7 @@ impl World {
                     b.cache.assign(r.epoch, offset);
                     b.log.push(r);
                 }
-                b.hw = hw.min(b.leo());
+                b.hw = follower_high_watermark(hw, b.leo());
             }
             FetchBody::Diverging(reply) => {
                 f.next_send = tick;
@@ -737,7 +753,7 @@ impl World {
             b.next_heartbeat = tick + hb;
             let msg = Msg::Heartbeat {
                 broker: b.id,
-                incarnation: b.incarnation,
+                broker_epoch: b.broker_epoch,
                 metadata_offset: b.image.as_ref().map_or(-1, |m| m.offset),
             };
             self.outbox.push((node, CONTROLLER, msg));

@@ -1,77 +1,95 @@
-//! The controller of the simulation: the metadata image is its state (real `MetadataImage`
-//! records, so leader and partition epochs move exactly as the image says), broker sessions
-//! (registration fences, heartbeats keep alive and unfence, a lapsed session fences), the
-//! offline election (`replication::offline_election`, unclean disabled), controlled
-//! shutdown (`controlled_shutdown_election`), the periodic preferred election
-//! (`elect_leaders` PREFERRED) and AlterPartition (`replication::validate_alter_partition`).
-//! It never crashes (the metadata quorum has its own simulation in runnel-raft).
+//! The controller of the simulation: a thin adapter around the production pure controller
+//! (`runnel_metadata::Controller` and `BrokerSessions`, what the broker's `controller_shell.rs`
+//! drives), with the simulated time passed in as `now_ms`. Every decision is the production
+//! one: registration and its duplicate guard, heartbeats, session expiry (fencing), unfencing,
+//! the elections and ISR shrinks of `on_commit` (initial, offline, leaderless), controlled
+//! shutdown and its completion, AlterPartition, and the periodic preferred-leader rebalance.
+//!
+//! What stays here is the shell's plumbing: committing a batch (applying it to the image at
+//! the next offsets; the simulated quorum never fails), `on_commit` until it has nothing left
+//! (the shell's `settle`), the messages, the trace, and the check of invariant 5 on every
+//! committed election. It never crashes (the metadata quorum has its own simulation in
+//! runnel-raft).
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use runnel_metadata::replication::{
-    controlled_shutdown_election, elect_leaders, initial_election, offline_election,
-    validate_alter_partition, ElectLeadersType, Election,
+use runnel_metadata::replication::AlterPartitionRequest;
+use runnel_metadata::{
+    BrokerSessions, ConfigResource, Controller as PureController, ControllerConfig, MetadataImage,
+    MetadataRecord, PartitionImage,
 };
-use runnel_metadata::{MetadataImage, MetadataRecord, PartitionImage};
 use uuid::Uuid;
 
 use super::net::{Msg, CONTROLLER};
-use super::world::{Ev, Mutation, World, BROKERS, TOPIC};
+use super::world::{Ev, Mutation, Params, World, BROKERS, TICK_MS, TOPIC};
+
+/// Kafka's `leader.imbalance.per.broker.percentage` default.
+const IMBALANCE_PERCENTAGE: u32 = 10;
 
 pub struct Controller {
     pub image: Arc<MetadataImage>,
     pub topic_id: Uuid,
-    pub last_heartbeat: BTreeMap<i32, u64>,
-    /// Offset of each broker's current registration, and its incarnation.
-    pub registration: BTreeMap<i32, (i64, u64)>,
+    /// The production controller's decisions.
+    pub core: PureController,
+    /// The production broker sessions (`broker.session.timeout.ms` = the seed's session).
+    pub sessions: BrokerSessions,
     pub next_broadcast: u64,
 }
 
-fn register(broker_id: i32, incarnation: u64, broker_epoch: i64, fenced: bool) -> MetadataRecord {
-    MetadataRecord::RegisterBroker {
-        broker_id,
-        incarnation_id: Uuid::from_u128(u128::from(incarnation) << 8 | broker_id as u128),
-        broker_epoch,
-        host: "localhost".into(),
-        port: 9092,
-        rack: None,
-        fenced,
+/// A broker process's incarnation id (a new one per restart).
+pub fn incarnation_id(broker_id: i32, incarnation: u64) -> Uuid {
+    Uuid::from_u128(u128::from(incarnation) << 8 | broker_id as u128)
+}
+
+/// The records a cluster starts from: every broker registered and unfenced (epoch 1), the
+/// topic with its partition not yet elected, and, for the unclean-election mutations, the
+/// topic config that allows unclean elections (the production rule reads it).
+fn bootstrap(p: &Params, topic_id: Uuid) -> Vec<MetadataRecord> {
+    let mut records: Vec<MetadataRecord> = BROKERS
+        .iter()
+        .map(|&b| MetadataRecord::RegisterBroker {
+            broker_id: b,
+            incarnation_id: incarnation_id(b, 1),
+            broker_epoch: 1,
+            host: "localhost".into(),
+            port: 9092,
+            rack: None,
+            fenced: false,
+        })
+        .collect();
+    records.push(MetadataRecord::Topic {
+        name: TOPIC.into(),
+        topic_id,
+    });
+    records.push(MetadataRecord::Partition {
+        topic_id,
+        partition_id: 0,
+        replicas: p.assignment.clone(),
+        isr: vec![],
+        leader: -1,
+        leader_epoch: 0,
+        partition_epoch: 0,
+        adding_replicas: vec![],
+        removing_replicas: vec![],
+    });
+    if matches!(
+        p.mutation,
+        Some(Mutation::UncleanElection | Mutation::UncleanElectionUnchecked)
+    ) {
+        records.push(MetadataRecord::Config {
+            resource: ConfigResource::Topic(TOPIC.into()),
+            name: "unclean.leader.election.enable".into(),
+            value: Some("true".into()),
+        });
     }
+    records
 }
 
 impl Controller {
-    pub fn new(assignment: &[i32]) -> Controller {
+    /// The bootstrapped cluster, after the production initial election (D.1).
+    pub fn new(p: &Params, now_ms: i64) -> Controller {
         let topic_id = Uuid::from_u128(0x0513_u128 << 64 | 1);
-        let mut records: Vec<MetadataRecord> =
-            BROKERS.iter().map(|&b| register(b, 1, 1, false)).collect();
-        records.push(MetadataRecord::Topic {
-            name: TOPIC.into(),
-            topic_id,
-        });
-        records.push(MetadataRecord::Partition {
-            topic_id,
-            partition_id: 0,
-            replicas: assignment.to_vec(),
-            isr: vec![],
-            leader: -1,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            adding_replicas: vec![],
-            removing_replicas: vec![],
-        });
-        let live: BTreeSet<i32> = BROKERS.iter().copied().collect();
-        let e = initial_election(assignment, &live).expect("all brokers live");
-        records.push(MetadataRecord::PartitionChange {
-            topic_id,
-            partition_id: 0,
-            leader: Some(e.leader),
-            isr: Some(e.isr),
-            replicas: None,
-            adding_replicas: None,
-            removing_replicas: None,
-        });
-        let numbered: Vec<(i64, MetadataRecord)> = records
+        let numbered: Vec<(i64, MetadataRecord)> = bootstrap(p, topic_id)
             .into_iter()
             .enumerate()
             .map(|(o, r)| (o as i64, r))
@@ -79,52 +97,108 @@ impl Controller {
         let image = MetadataImage::empty("sim".into())
             .apply(&numbered)
             .expect("initial image");
-        Controller {
+        let mut core = PureController::new(ControllerConfig::default(), 1, p.seed);
+        let elected = core.on_commit(&image, now_ms);
+        let next = image.offset + 1;
+        let numbered: Vec<(i64, MetadataRecord)> = (next..).zip(elected).collect();
+        let image = image.apply(&numbered).expect("initial election");
+        let timeout_ms = p.session_ticks as i64 * TICK_MS;
+        let sessions = BrokerSessions::activate(&image, timeout_ms, now_ms);
+        let ctl = Controller {
             image: Arc::new(image),
             topic_id,
-            last_heartbeat: BROKERS.iter().map(|&b| (b, 0)).collect(),
-            registration: BROKERS.iter().map(|&b| (b, (0, 1))).collect(),
+            core,
+            sessions,
             next_broadcast: 0,
-        }
+        };
+        assert!(ctl.partition().leader != -1, "all brokers live: a leader");
+        ctl
     }
 
     pub fn partition(&self) -> &PartitionImage {
         self.image.partition(TOPIC, 0).expect("the partition")
     }
-
-    pub fn active(&self) -> BTreeSet<i32> {
-        self.image
-            .brokers
-            .values()
-            .filter(|b| b.is_active())
-            .map(|b| b.id)
-            .collect()
-    }
-
-    fn change(&self, leader: Option<i32>, isr: Vec<i32>) -> MetadataRecord {
-        MetadataRecord::PartitionChange {
-            topic_id: self.topic_id,
-            partition_id: 0,
-            leader,
-            isr: Some(isr),
-            replicas: None,
-            adding_replicas: None,
-            removing_replicas: None,
-        }
-    }
 }
 
 impl World {
-    /// Commits one record (the next offset) to the controller's image.
-    fn ctl_apply(&mut self, record: MetadataRecord) -> i64 {
-        let offset = self.ctl.image.offset + 1;
-        let next = self
-            .ctl
-            .image
-            .apply(&[(offset, record)])
+    /// Commits one batch at the next offsets, as the shell's `commit_once`; checks
+    /// invariant 5 on each election in it and traces what changed.
+    fn ctl_commit(&mut self, records: Vec<MetadataRecord>, how: &'static str) {
+        if records.is_empty() {
+            return;
+        }
+        let before = self.ctl.image.clone();
+        let first = before.offset + 1;
+        let numbered: Vec<(i64, MetadataRecord)> = (first..).zip(records.iter().cloned()).collect();
+        let next = before
+            .apply(&numbered)
             .unwrap_or_else(|e| panic!("controller record rejected by the image: {e}"));
         self.ctl.image = Arc::new(next);
-        offset
+        for r in &records {
+            if let MetadataRecord::PartitionChange {
+                leader: Some(leader),
+                isr,
+                ..
+            } = r
+            {
+                self.elected(&before, *leader, isr.clone(), how);
+            }
+        }
+    }
+
+    /// Invariant 5: only a live in-sync replica is elected (leader -1 is no election).
+    fn elected(
+        &mut self,
+        before: &MetadataImage,
+        leader: i32,
+        isr: Option<Vec<i32>>,
+        how: &'static str,
+    ) {
+        let p = before.partition(TOPIC, 0).expect("the partition");
+        let isr = isr.unwrap_or_else(|| self.ctl.partition().isr.clone());
+        if leader == -1 {
+            self.stats.leaderless += 1;
+            self.ev(Ev::Leaderless { isr });
+            return;
+        }
+        let live = before.brokers.get(&leader).is_some_and(|b| b.is_active());
+        let unchecked = self.p.mutation == Some(Mutation::UncleanElectionUnchecked);
+        if !unchecked && (!p.isr.contains(&leader) || !live) {
+            self.fail(format!(
+                "invariant 5: {how} election of {leader} outside the ISR {:?} (live {live})",
+                p.isr
+            ));
+        }
+        self.stats.elections += 1;
+        let leader_epoch = self.ctl.partition().leader_epoch;
+        self.ev(Ev::Elected {
+            leader,
+            leader_epoch,
+            isr,
+            how,
+        });
+    }
+
+    /// Commits `records`, then lets the production state machines react until they are
+    /// stable (the shell's `commit` + `settle`), and re-sends the image.
+    fn ctl_decide(&mut self, records: Vec<MetadataRecord>, how: &'static str) {
+        let changed = !records.is_empty();
+        self.ctl_commit(records, how);
+        let mut settled = false;
+        for _ in 0..16 {
+            let now = self.now_ms();
+            let image = self.ctl.image.clone();
+            let follow_up = self.ctl.core.on_commit(&image, now);
+            if follow_up.is_empty() {
+                settled = true;
+                break;
+            }
+            self.ctl_commit(follow_up, "offline");
+        }
+        assert!(settled, "the controller's state machines did not settle");
+        if changed {
+            self.ctl_broadcast();
+        }
     }
 
     fn ctl_broadcast(&mut self) {
@@ -136,278 +210,200 @@ impl World {
         }
     }
 
-    /// After a broker's state changed (the controller's `on_commit` for this partition):
-    /// a leader that is not active is replaced by the offline election (D.3, unclean
-    /// disabled); failing that the partition goes leaderless keeping its last ISR member
-    /// (as `controller/commit.rs`); with an active leader, inactive followers leave the ISR.
-    fn reconcile(&mut self) {
-        let p = self.ctl.partition().clone();
-        let active = self.ctl.active();
-        if p.leader != -1 && active.contains(&p.leader) {
-            let live_isr: Vec<i32> = p
-                .isr
-                .iter()
-                .copied()
-                .filter(|r| active.contains(r))
-                .collect();
-            if live_isr != p.isr {
-                let rec = self.ctl.change(None, live_isr);
-                self.ctl_apply(rec);
-            }
-            return;
-        }
-        let unclean = matches!(
-            self.p.mutation,
-            Some(Mutation::UncleanElection | Mutation::UncleanElectionUnchecked)
-        );
-        match offline_election(&p.replicas, &p.isr, &active, unclean) {
-            Some(e) => self.elected(&p, &active, e, "offline"),
-            None if p.leader != -1 => {
-                let kept = if p.isr.len() <= 1 {
-                    p.isr.clone()
-                } else if p.isr.contains(&p.leader) {
-                    vec![p.leader]
-                } else {
-                    p.isr[..1].to_vec()
-                };
-                let rec = self.ctl.change(Some(-1), kept.clone());
-                self.ctl_apply(rec);
-                self.stats.leaderless += 1;
-                self.ev(Ev::Leaderless { isr: kept });
-            }
-            None => {}
-        }
-    }
-
-    /// Commits an election, checking invariant 5: only a live in-sync replica is elected.
-    fn elected(
-        &mut self,
-        p: &PartitionImage,
-        active: &BTreeSet<i32>,
-        e: Election,
-        how: &'static str,
-    ) {
-        let unchecked = self.p.mutation == Some(Mutation::UncleanElectionUnchecked);
-        if !unchecked && (e.unclean || !p.isr.contains(&e.leader) || !active.contains(&e.leader)) {
-            self.fail(format!(
-                "invariant 5: {how} election of {} (unclean {}) outside the ISR {:?} / live {:?}",
-                e.leader, e.unclean, p.isr, active
-            ));
-        }
-        let rec = self.ctl.change(Some(e.leader), e.isr.clone());
-        self.ctl_apply(rec);
-        self.stats.elections += 1;
-        let leader_epoch = self.ctl.partition().leader_epoch;
-        self.ev(Ev::Elected {
-            leader: e.leader,
-            leader_epoch,
-            isr: e.isr,
-            how,
-        });
-    }
-
-    fn set_fenced(&mut self, broker: i32, fenced: bool) {
-        let epoch = self.ctl.image.brokers[&broker].epoch;
-        self.ctl_apply(MetadataRecord::BrokerRegistrationChange {
-            broker_id: broker,
-            broker_epoch: epoch,
-            fenced: Some(fenced),
-            in_controlled_shutdown: None,
-        });
-        if fenced {
-            self.stats.fenced += 1;
-            self.ev(Ev::Fenced(broker));
-        } else {
-            self.ev(Ev::Unfenced(broker));
-        }
-        self.reconcile();
-        self.ctl_broadcast();
-    }
-
     pub fn controller_on_msg(&mut self, from: usize, msg: Msg) {
         match msg {
             Msg::Register {
                 broker,
                 incarnation,
+            } => self.ctl_register(from, broker, incarnation),
+            Msg::Heartbeat {
+                broker,
+                broker_epoch,
+                metadata_offset,
+            } => self.ctl_heartbeat(broker, broker_epoch, metadata_offset),
+            Msg::Shutdown {
+                broker,
+                incarnation,
             } => {
-                let (offset, current) = self.ctl.registration[&broker];
-                if incarnation < current {
-                    return; // a delayed request of an earlier incarnation
+                let image = self.ctl.image.clone();
+                let (records, remaining) = self.ctl.core.controlled_shutdown(&image, broker);
+                self.ctl_decide(records, "controlled shutdown");
+                let may_stop = remaining == 0;
+                if may_stop {
+                    self.check_handed_over(broker);
                 }
-                if current == incarnation {
-                    // A retry: answer again.
-                    self.send(
-                        CONTROLLER,
-                        from,
-                        Msg::RegisterResp {
-                            incarnation,
-                            offset,
-                        },
-                    );
-                    return;
+                let msg = Msg::ShutdownResp {
+                    incarnation,
+                    may_stop,
+                };
+                self.send(CONTROLLER, from, msg);
+            }
+            Msg::ShutdownComplete { broker } => {
+                let image = self.ctl.image.clone();
+                let records = self.ctl.core.shutdown_complete(&image, broker);
+                if !records.is_empty() {
+                    self.ctl.sessions.remove(broker);
+                    self.stats.fenced += 1;
+                    self.ev(Ev::Fenced(broker));
+                    self.ctl_decide(records, "offline");
                 }
-                // A new incarnation registers fenced; its leaderships and ISR memberships
-                // go in the same batch, so no image shows it leading its old epoch.
-                let epoch = self.ctl.image.brokers[&broker].epoch + 1;
-                let offset = self.ctl_apply(register(broker, incarnation, epoch, true));
-                self.ctl.registration.insert(broker, (offset, incarnation));
-                self.ctl.last_heartbeat.insert(broker, self.tick);
-                self.ev(Ev::Registered { broker, offset });
-                self.reconcile();
+            }
+            Msg::Alter { req, attempt } => self.ctl_alter(from, req, attempt),
+            _ => {}
+        }
+    }
+
+    /// Spec D.2's promise: a broker told it may stop leads no partition that another live
+    /// in-sync replica could lead.
+    fn check_handed_over(&mut self, broker: i32) {
+        let p = self.ctl.partition().clone();
+        let image = self.ctl.image.clone();
+        let successor = p
+            .isr
+            .iter()
+            .any(|&r| r != broker && image.brokers.get(&r).is_some_and(|b| b.is_active()));
+        if p.leader == broker && successor {
+            self.fail(format!(
+                "controlled shutdown: broker {broker} may stop while leading, ISR {:?}",
+                p.isr
+            ));
+        }
+    }
+
+    /// BrokerRegistration as the shell's `register`: the duplicate guard, the fenced
+    /// registration, its session from now, then the state machines.
+    fn ctl_register(&mut self, from: usize, broker: i32, incarnation: u64) {
+        let now = self.now_ms();
+        let image = self.ctl.image.clone();
+        let inc = incarnation_id(broker, incarnation);
+        let decided = self
+            .ctl
+            .sessions
+            .check_registration(&image, broker, inc, now)
+            .and_then(|()| {
+                self.ctl
+                    .core
+                    .register_broker(&image, broker, inc, "localhost".into(), 9092, None)
+            });
+        let records = match decided {
+            Ok(records) => records,
+            Err(e) => {
+                self.stats.registrations_refused += 1;
+                let result = Err(e.code);
                 self.send(
                     CONTROLLER,
                     from,
                     Msg::RegisterResp {
                         incarnation,
-                        offset,
-                    },
-                );
-                self.ctl_broadcast();
-            }
-            Msg::Shutdown {
-                broker,
-                incarnation,
-            } => {
-                let (_, current) = self.ctl.registration[&broker];
-                if current != incarnation {
-                    return;
-                }
-                let reg = self.ctl.image.brokers[&broker].clone();
-                if !reg.fenced {
-                    if !reg.in_controlled_shutdown {
-                        self.ctl_apply(MetadataRecord::BrokerRegistrationChange {
-                            broker_id: broker,
-                            broker_epoch: reg.epoch,
-                            fenced: None,
-                            in_controlled_shutdown: Some(true),
-                        });
-                    }
-                    // `controller/controlled_shutdown.rs`: move the leadership to an in-sync
-                    // replica that is not shutting down; then the usual reconciliation drops
-                    // shutting-down followers from the ISR.
-                    let p = self.ctl.partition().clone();
-                    let shutting_down: BTreeSet<i32> = self
-                        .ctl
-                        .image
-                        .brokers
-                        .values()
-                        .filter(|b| b.in_controlled_shutdown)
-                        .map(|b| b.id)
-                        .collect();
-                    let live = self.ctl.active();
-                    if p.leader == broker {
-                        if let Some(e) =
-                            controlled_shutdown_election(&p.replicas, &p.isr, &live, &shutting_down)
-                        {
-                            self.elected(&p, &live, e, "controlled shutdown");
-                        }
-                    }
-                    self.reconcile();
-                    self.ctl_broadcast();
-                }
-                let may_stop = self.ctl.partition().leader != broker;
-                self.send(
-                    CONTROLLER,
-                    from,
-                    Msg::ShutdownResp {
-                        incarnation,
-                        may_stop,
-                    },
-                );
-            }
-            Msg::Heartbeat {
-                broker,
-                incarnation,
-                metadata_offset,
-            } => {
-                let (offset, current) = self.ctl.registration[&broker];
-                if current != incarnation {
-                    return;
-                }
-                self.ctl.last_heartbeat.insert(broker, self.tick);
-                if self.ctl.image.brokers[&broker].fenced && metadata_offset >= offset {
-                    self.set_fenced(broker, false);
-                }
-            }
-            Msg::Alter { req, attempt } => {
-                let image = self.ctl.image.clone();
-                let p = self.ctl.partition().clone();
-                let eligible = |b: i32| image.brokers.get(&b).is_some_and(|r| r.is_active());
-                let result = validate_alter_partition(&p, &req, eligible);
-                let result = match result {
-                    Ok(d) => {
-                        if d.changed {
-                            let rec = self.ctl.change(None, d.isr.clone());
-                            self.ctl_apply(rec);
-                            let now = self.ctl.partition().clone();
-                            assert_eq!(now.partition_epoch, d.partition_epoch);
-                            if d.isr.len() < p.isr.len() {
-                                self.stats.shrinks_committed += 1;
-                            } else {
-                                self.stats.expands_committed += 1;
-                            }
-                            self.ev(Ev::IsrCommitted {
-                                isr: d.isr.clone(),
-                                partition_epoch: d.partition_epoch,
-                            });
-                        }
-                        Ok(d)
-                    }
-                    Err(e) => {
-                        *self.stats.alter_rejected.entry(e.code).or_default() += 1;
-                        self.ev(Ev::AlterRejected {
-                            broker: req.broker_id,
-                            new_isr: req.new_isr.clone(),
-                            code: e.code,
-                        });
-                        Err(e.code)
-                    }
-                };
-                let changed = matches!(&result, Ok(d) if d.changed);
-                self.send(
-                    CONTROLLER,
-                    from,
-                    Msg::AlterResp {
-                        req,
-                        attempt,
                         result,
                     },
                 );
-                if changed {
-                    self.ctl_broadcast();
-                }
+                return;
             }
-            _ => {}
+        };
+        let epoch = match records.first() {
+            Some(MetadataRecord::RegisterBroker { broker_epoch, .. }) => *broker_epoch,
+            _ => unreachable!("a registration is one RegisterBroker record"),
+        };
+        self.ctl_commit(records, "registration");
+        let offset = self.ctl.image.offset;
+        self.ctl
+            .sessions
+            .registered(broker, inc, epoch, offset, now);
+        self.ev(Ev::Registered { broker, offset });
+        self.ctl_decide(Vec::new(), "offline");
+        self.ctl_broadcast();
+        let result = Ok((epoch, offset));
+        self.send(
+            CONTROLLER,
+            from,
+            Msg::RegisterResp {
+                incarnation,
+                result,
+            },
+        );
+    }
+
+    /// A heartbeat as the shell's: the session rule, then the unfencing it leads to.
+    fn ctl_heartbeat(&mut self, broker: i32, broker_epoch: i64, metadata_offset: i64) {
+        let now = self.now_ms();
+        let image = self.ctl.image.clone();
+        let outcome =
+            self.ctl
+                .sessions
+                .heartbeat(&image, broker, broker_epoch, metadata_offset, now);
+        if !outcome.is_ok_and(|o| o.unfence) {
+            return;
+        }
+        let records = self
+            .ctl
+            .core
+            .unfence_registration(&image, broker, broker_epoch);
+        if !records.is_empty() {
+            self.ev(Ev::Unfenced(broker));
+            self.ctl_decide(records, "offline");
         }
     }
 
-    /// Session expiry and the periodic image.
+    fn ctl_alter(&mut self, from: usize, req: AlterPartitionRequest, attempt: u64) {
+        let image = self.ctl.image.clone();
+        let topic_id = self.ctl.topic_id;
+        let before = self.ctl.partition().isr.len();
+        let result = match self.ctl.core.alter_partition(&image, &topic_id, 0, &req) {
+            Ok((d, records)) => {
+                if !records.is_empty() {
+                    self.ctl_decide(records, "alter partition");
+                    if d.isr.len() < before {
+                        self.stats.shrinks_committed += 1;
+                    } else {
+                        self.stats.expands_committed += 1;
+                    }
+                    self.ev(Ev::IsrCommitted {
+                        isr: d.isr.clone(),
+                        partition_epoch: d.partition_epoch,
+                    });
+                }
+                Ok(d)
+            }
+            Err(e) => {
+                *self.stats.alter_rejected.entry(e.code).or_default() += 1;
+                self.ev(Ev::AlterRejected {
+                    broker: req.broker_id,
+                    new_isr: req.new_isr.clone(),
+                    code: e.code,
+                });
+                Err(e.code)
+            }
+        };
+        let msg = Msg::AlterResp {
+            req,
+            attempt,
+            result,
+        };
+        self.send(CONTROLLER, from, msg);
+    }
+
+    /// Session expiry (the shell's `expire_sessions`), the periodic preferred-leader
+    /// rebalance (`rebalance_leaders`) and the periodic image.
     pub fn controller_timers(&mut self) {
-        let expired: Vec<i32> = BROKERS
-            .iter()
-            .copied()
-            .filter(|b| {
-                !self.ctl.image.brokers[b].fenced
-                    && self.tick > self.ctl.last_heartbeat[b] + self.p.session_ticks
-            })
-            .collect();
-        for b in expired {
-            self.set_fenced(b, true);
+        let now = self.now_ms();
+        let image = self.ctl.image.clone();
+        for broker in self.ctl.sessions.expired(&image, now) {
+            let image = self.ctl.image.clone();
+            let records = self.ctl.core.fence_broker(&image, broker);
+            self.stats.fenced += 1;
+            self.ev(Ev::Fenced(broker));
+            self.ctl_decide(records, "offline");
         }
         if self.p.rebalance_every > 0 && self.tick % self.p.rebalance_every == 0 {
-            // The periodic preferred-leader election (spec F; ElectLeaders PREFERRED).
-            let p = self.ctl.partition().clone();
-            let active = self.ctl.active();
-            if let Ok(e) = elect_leaders(
-                ElectLeadersType::Preferred,
-                &p.replicas,
-                &p.isr,
-                p.leader,
-                &active,
-            ) {
+            let image = self.ctl.image.clone();
+            let records = self
+                .ctl
+                .core
+                .rebalance_leaders(&image, IMBALANCE_PERCENTAGE);
+            if !records.is_empty() {
                 self.stats.preferred_elections += 1;
-                self.elected(&p, &active, e, "preferred");
-                self.ctl_broadcast();
+                self.ctl_decide(records, "preferred");
             }
         }
         if self.tick >= self.ctl.next_broadcast {

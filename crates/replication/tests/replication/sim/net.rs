@@ -69,9 +69,11 @@ pub enum Msg {
         broker: i32,
         incarnation: u64,
     },
+    /// The broker epoch and the offset of the registration, or the error code (101
+    /// DUPLICATE_BROKER_REGISTRATION while the previous process's session is alive).
     RegisterResp {
         incarnation: u64,
-        offset: i64,
+        result: Result<(i64, i64), i16>,
     },
     /// Broker -> controller: controlled shutdown (move my leaderships, then may I stop?).
     Shutdown {
@@ -82,9 +84,15 @@ pub enum Msg {
         incarnation: u64,
         may_stop: bool,
     },
+    /// Broker -> controller, as it stops after a controlled shutdown: end my session now
+    /// (heartbeats stopped first, as the broker's `end_session`).
+    ShutdownComplete {
+        broker: i32,
+    },
+    /// Carries the broker epoch of the registration it keeps alive (a stale one is refused).
     Heartbeat {
         broker: i32,
-        incarnation: u64,
+        broker_epoch: i64,
         metadata_offset: i64,
     },
     /// Controller -> broker: the image (brokers replay the metadata log; a later image
@@ -186,5 +194,13 @@ impl Net {
     /// A node crashed: its connections are gone, and with them what was on the way to it.
     pub fn drop_to(&mut self, node: usize) {
         self.queue.retain(|_, e| e.to != node);
+    }
+
+    /// A node crashed: the controller drops the requests of its closed connection that it had
+    /// not read yet, so no request of a dead process (a registration, a heartbeat) is handled
+    /// after the process is gone.
+    pub fn drop_requests_to_controller(&mut self, node: usize) {
+        self.queue
+            .retain(|_, e| !(e.from == node && e.to == CONTROLLER));
     }
 }

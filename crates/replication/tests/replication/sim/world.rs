@@ -222,6 +222,8 @@ pub struct Stats {
     pub controlled_shutdowns: u64,
     pub leaderless: u64,
     pub fenced: u64,
+    /// Registrations the controller refused (a previous process's session was alive).
+    pub registrations_refused: u64,
     pub shrinks_committed: u64,
     pub expands_committed: u64,
     pub alter_rejected: BTreeMap<i16, u64>,
@@ -254,6 +256,7 @@ impl Stats {
         self.controlled_shutdowns += o.controlled_shutdowns;
         self.leaderless += o.leaderless;
         self.fenced += o.fenced;
+        self.registrations_refused += o.registrations_refused;
         self.shrinks_committed += o.shrinks_committed;
         self.expands_committed += o.expands_committed;
         for (k, v) in &o.alter_rejected {
@@ -296,7 +299,7 @@ impl World {
     pub fn new(p: Params) -> World {
         let rng = Rng::new(p.seed);
         let net = Net::new(p.drop_per_10k, p.max_delay, p.metadata_delay);
-        let ctl = Controller::new(&p.assignment);
+        let ctl = Controller::new(&p, T0_MS);
         let mut w = World {
             rng,
             tick: 0,
@@ -324,6 +327,7 @@ impl World {
         let image = w.ctl.image.clone();
         for i in 0..w.brokers.len() {
             w.brokers[i].reg_offset = Some(0);
+            w.brokers[i].broker_epoch = 1;
             w.apply_image(i, image.clone());
         }
         w.flush();
@@ -479,6 +483,8 @@ impl World {
         b.crash(now + downtime);
         let (id, node) = (b.id, b.node());
         self.net.drop_to(node);
+        self.net.drop_requests_to_controller(node);
+        self.outbox.retain(|&(from, _, _)| from != node);
         self.stats.crashes += 1;
         self.ev(Ev::Crash(id));
     }
