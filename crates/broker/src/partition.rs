@@ -572,22 +572,26 @@ impl Partition {
     /// Follower side: cuts the log back to `offset` (a diverging tail, or past an unclean
     /// leader's end) and rebuilds the producer state from what remains, so sequences of the
     /// removed batches are not taken for duplicates.
+    /// The state is rebuilt even when the truncation fails: a failure (a full disk refusing
+    /// the index or epoch checkpoint rewrite) can come after the batches were already cut, and
+    /// a state still holding them would answer a producer's retry as a duplicate of a batch
+    /// the log no longer has (an acknowledged write lost).
     pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
         let mut log = self.log.lock();
-        log.truncate_to(offset)?;
+        let truncated = log.truncate_to(offset);
         *self.producers.lock() = rebuild_producer_state(&log);
         self.publish(&log);
-        Ok(())
+        truncated
     }
 
     /// Follower side: our end is below the leader's log start: empty the log and restart it at
     /// `offset` (no producer state survives: the batches it described are gone).
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
         let mut log = self.log.lock();
-        log.truncate_fully_and_start_at(offset)?;
+        let restarted = log.truncate_fully_and_start_at(offset);
         *self.producers.lock() = rebuild_producer_state(&log);
         self.publish(&log);
-        Ok(())
+        restarted
     }
 
     /// Forgets the idempotent producers whose last batch is `expiration_ms` old (Kafka's

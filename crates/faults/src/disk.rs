@@ -28,6 +28,23 @@ pub fn unmount(dir: &Path) {
     let _ = Command::new("umount").arg("-l").arg(dir).status();
 }
 
+/// Unmounts a node's tmpfs and leaves a copy of its files in the same directory: a failing
+/// run's data dirs are the evidence (the batches' producer ids, epochs and sequences), and
+/// the run's verdict decides later whether they stay (`--keep`, or a failure).
+pub fn unmount_keeping(dir: &Path) {
+    let saved = dir.with_extension("saved");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(dir)
+        .arg(&saved)
+        .status()
+        .is_ok_and(|s| s.success());
+    unmount(dir);
+    if copied && std::fs::remove_dir(dir).is_ok() {
+        let _ = std::fs::rename(&saved, dir);
+    }
+}
+
 fn filler(dir: &Path) -> PathBuf {
     dir.join("faults-filler")
 }

@@ -106,7 +106,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcomes> {
     };
     let result = run_mounted(opts, &rec, &rt, net, cluster, disk);
     for m in &mounts {
-        crate::disk::unmount(m);
+        crate::disk::unmount_keeping(m);
     }
     let events = rec.events();
     let report = checker::check(&events);

@@ -1,0 +1,109 @@
+//! Every batch in a replica's log is in its idempotent-producer state and nothing else is,
+//! also when the disk refuses a write half-way through a truncation (the fault campaign's
+//! disk nemesis, docs/faults.md).
+//!
+//! Caught: a follower's truncation cuts the `.log` file first and rewrites the index files
+//! after; on a full disk that rewrite fails (ENOSPC), `Partition::truncate_to` returned the
+//! error before rebuilding the producer state, so the state kept the batches just cut. Once the
+//! replica led, a producer's retry of such a batch was answered as a duplicate with the offset
+//! of a batch the log no longer held: an acknowledgment for a write that is not there. The
+//! state is now rebuilt from what the log holds whatever the truncation's outcome.
+//!
+//! One test per binary: the fault is armed for the whole process.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use runnel_broker::partition::{log_config, Partition, Role};
+use runnel_log::fault::{arm_process_wide, Fault};
+use runnel_log::LogManager;
+use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
+
+/// Broker 1's role for `t-0` (replicas 1, 2, 3) led by `leader` in `leader_epoch`, with an
+/// offset-index entry for every batch after the first (`index.interval.bytes` 0), so that a
+/// truncation has index entries to rewrite.
+fn role(leader: i32, leader_epoch: i32) -> Role {
+    let mut config = effective_topic_config(&Default::default(), &BrokerDefaults::default());
+    config.index_interval_bytes = 0;
+    Role {
+        leader,
+        leader_epoch,
+        isr: vec![1, 2, 3],
+        replicas: vec![1, 2, 3],
+        live_replicas: vec![1, 2, 3],
+        partition_epoch: leader_epoch,
+        config: Arc::new(config),
+    }
+}
+
+/// A v2 batch of `n` records of idempotent producer 9 (epoch 0) from sequence `seq`, at
+/// `base_offset` in leader epoch 0 (what a follower receives; a producer sends offset 0).
+fn idempotent(seq: i32, n: usize, base_offset: i64) -> BytesMut {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: 9,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: base_offset + i as i64,
+            sequence: seq + i as i32,
+            timestamp: runnel_broker::clock::now_ms(),
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("batch encodes");
+    buf
+}
+
+#[test]
+fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batches() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let follower = role(2, 0);
+    let logs = LogManager::open(dir.path().to_path_buf(), log_config(&follower.config))
+        .expect("log dir opens");
+    let log = logs
+        .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&follower.config))
+        .expect("log opens");
+    let p = Partition::new("t".into(), 0, uuid::Uuid::from_u128(7), log, follower, 1, 30_000);
+    for (seq, base) in [(0, 0), (3, 3), (6, 6)] {
+        p.append_as_follower(&idempotent(seq, 3, base), 0)
+            .expect("follower append");
+    }
+    // The leader never had the third batch. Cutting it works; rewriting the index after the
+    // cut does not (a full disk).
+    arm_process_wide(Fault::IndexWrite);
+    assert!(
+        p.truncate_to(6).is_err(),
+        "the injected index write failure is reported"
+    );
+    assert_eq!(p.lock_log().log_end_offset(), 6, "the batch at 6 is cut");
+    // This replica now leads; the producer retries the batch it never saw acknowledged.
+    p.set_role(role(1, 1));
+    let retry = p
+        .append_as_leader(&idempotent(6, 3, 0), 1, 1)
+        .expect("the retry is accepted");
+    assert_eq!(
+        (retry.base_offset, retry.duplicate),
+        (6, false),
+        "the retry of a cut batch is appended, not answered with the cut batch's offset"
+    );
+    let read = p.lock_log().read(6, 1 << 20, 9, true).expect("read");
+    assert!(!read.records.is_empty(), "the acknowledged batch is in the log");
+}
