@@ -57,6 +57,18 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("group.min.session.timeout.ms", "6000"),
     ("group.max.session.timeout.ms", "1800000"),
     ("group.max.size", "2147483647"),
+    // KIP-848 groups (`consumer_group_settings`); a group's own configs override the first two.
+    ("group.consumer.session.timeout.ms", "45000"),
+    ("group.consumer.heartbeat.interval.ms", "5000"),
+    ("group.consumer.min.session.timeout.ms", "45000"),
+    ("group.consumer.max.session.timeout.ms", "60000"),
+    ("group.consumer.min.heartbeat.interval.ms", "5000"),
+    ("group.consumer.max.heartbeat.interval.ms", "15000"),
+    (
+        "group.consumer.assignors",
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+    ),
+    ("group.consumer.max.size", "2147483647"),
     ("offset.metadata.max.bytes", "4096"),
     ("offsets.retention.minutes", "10080"),
     ("offsets.retention.check.interval.ms", "600000"),
@@ -207,6 +219,7 @@ impl BrokerConfig {
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
         self.server_limits()?;
+        crate::consumer_group_settings::consumer_group_config(self)?;
         self.i64("log.flush.interval.messages")?;
         self.i64("log.retention.check.interval.ms")?;
         match self.str("replica.placement.policy") {

@@ -25,13 +25,15 @@ use kafka_protocol::records::{
 use runnel_group::{
     consumer_group::ClientInfo, partition_for_group, CommittedOffset, ConsumerGroupConfig,
     ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat, ConsumerHeartbeatResponse,
-    GroupConfig, GroupCoordinator, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
-    OffsetCommitRequest, OffsetsRecord, Output, RequestId, SyncRequest, SyncResponse, TopicsView,
+    GroupConfig, GroupCoordinator, GroupDescription, GroupTimeouts, HeartbeatRequest, JoinRequest,
+    JoinResponse, OffsetCommitRequest, OffsetsRecord, Output, RequestId, SyncRequest, SyncResponse,
+    TopicsView,
 };
-use runnel_metadata::MetadataImage;
+use runnel_metadata::{BrokerDefaults, MetadataImage};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
+use crate::consumer_group_settings::group_timeouts;
 use crate::group_purgatory::{Outcome, Purgatory};
 use crate::partition::{any_progress, Progress};
 use crate::replica_manager::ReplicaManager;
@@ -364,6 +366,10 @@ struct GroupManager {
     /// their offsets are stored like every other group's).
     consumer_groups: BTreeMap<i32, ConsumerGroups>,
     consumer_config: ConsumerGroupConfig,
+    /// The static broker properties under the groups' own configs (`group_timeouts`).
+    defaults: BrokerDefaults,
+    /// Groups with their own session timeout / heartbeat interval, from the image.
+    group_timeouts: BTreeMap<String, GroupTimeouts>,
     pending: HashMap<RequestId, Pending>,
     next_request: RequestId,
     /// Answers waiting for their records to replicate.
@@ -377,6 +383,8 @@ struct GroupManager {
 pub fn spawn(
     node_id: i32,
     config: GroupConfig,
+    consumer_config: ConsumerGroupConfig,
+    defaults: BrokerDefaults,
     replicas: Arc<ReplicaManager>,
     image: watch::Receiver<Arc<MetadataImage>>,
 ) -> GroupHandle {
@@ -388,7 +396,9 @@ pub fn spawn(
         image,
         coordinators: BTreeMap::new(),
         consumer_groups: BTreeMap::new(),
-        consumer_config: ConsumerGroupConfig::default(),
+        consumer_config,
+        defaults,
+        group_timeouts: BTreeMap::new(),
         pending: HashMap::new(),
         next_request: 0,
         purgatory: Purgatory::default(),
@@ -435,6 +445,14 @@ impl GroupManager {
         let image = self.image.borrow_and_update().clone();
         if let Some(view) = topics_view(&image, &self.topics) {
             self.topics = view;
+        }
+        let defaults = self.defaults.with_dynamic(&image, Some(self.node_id));
+        let timeouts = group_timeouts(&image, &defaults);
+        if timeouts != self.group_timeouts {
+            for groups in self.consumer_groups.values_mut() {
+                groups.set_group_timeouts(timeouts.clone());
+            }
+            self.group_timeouts = timeouts;
         }
         let led: Vec<i32> = image
             .topic(OFFSETS_TOPIC)
@@ -674,11 +692,12 @@ impl GroupManager {
                             client_id: &client_id,
                             client_host: &client_host,
                         };
-                        let config = self.consumer_config.clone();
-                        let groups = self
-                            .consumer_groups
-                            .entry(p)
-                            .or_insert_with(|| ConsumerGroups::new(config));
+                        let (config, timeouts) = (&self.consumer_config, &self.group_timeouts);
+                        let groups = self.consumer_groups.entry(p).or_insert_with(|| {
+                            let mut groups = ConsumerGroups::new(config.clone());
+                            groups.set_group_timeouts(timeouts.clone());
+                            groups
+                        });
                         groups.heartbeat_from(now, req, client, &self.topics)
                     }
                     Err(code) => ConsumerHeartbeatResponse {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 pub mod clock;
 pub mod config;
+pub mod consumer_group_settings;
 pub mod context;
 pub mod controller_client;
 pub mod controller_rpc;

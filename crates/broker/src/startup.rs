@@ -559,8 +559,15 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         replicas.clone(),
         image_rx.clone(),
     );
-    let groups =
-        crate::group_manager::spawn(node_id, group_config, replicas.clone(), image_rx.clone());
+    let groups = crate::group_manager::spawn(
+        node_id,
+        group_config,
+        // Validated with the rest of the config at load.
+        crate::consumer_group_settings::consumer_group_config(&config)?,
+        defaults.clone(),
+        replicas.clone(),
+        image_rx.clone(),
+    );
     let broker = Arc::new(Broker::new(BrokerParts {
         config,
         cluster_id,

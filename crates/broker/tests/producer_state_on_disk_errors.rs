@@ -79,9 +79,22 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
     let logs = LogManager::open(dir.path().to_path_buf(), log_config(&follower.config))
         .expect("log dir opens");
     let log = logs
-        .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&follower.config))
+        .get_or_create(
+            "t",
+            0,
+            uuid::Uuid::from_u128(7),
+            log_config(&follower.config),
+        )
         .expect("log opens");
-    let p = Partition::new("t".into(), 0, uuid::Uuid::from_u128(7), log, follower, 1, 30_000);
+    let p = Partition::new(
+        "t".into(),
+        0,
+        uuid::Uuid::from_u128(7),
+        log,
+        follower,
+        1,
+        30_000,
+    );
     for (seq, base) in [(0, 0), (3, 3), (6, 6)] {
         p.append_as_follower(&idempotent(seq, 3, base), 0)
             .expect("follower append");
@@ -105,5 +118,8 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
         "the retry of a cut batch is appended, not answered with the cut batch's offset"
     );
     let read = p.lock_log().read(6, 1 << 20, 9, true).expect("read");
-    assert!(!read.records.is_empty(), "the acknowledged batch is in the log");
+    assert!(
+        !read.records.is_empty(),
+        "the acknowledged batch is in the log"
+    );
 }

@@ -47,8 +47,8 @@ pub use codec::CodecError;
 pub use config::GroupConfig;
 pub use consumer_group::{
     ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat,
-    ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, TopicRegex,
-    TopicsView,
+    ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, GroupTimeouts,
+    TopicRegex, TopicsView,
 };
 pub use coordinator::{GroupCoordinator, MemberIdGenerator, OffsetCommit};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;

@@ -46,7 +46,7 @@ impl ConsumerGroups {
         client: ClientInfo<'_>,
         topics: &TopicsView,
     ) -> ConsumerHeartbeatResponse {
-        let interval = self.config.heartbeat_interval_ms;
+        let interval = self.timeouts(&req.group_id).heartbeat_interval_ms;
         let resp = match self.heartbeat_inner(now_ms, &req, client, topics) {
             Ok(r) => r,
             Err((code, message)) => ConsumerHeartbeatResponse::error(code, message, interval),
@@ -95,6 +95,7 @@ impl ConsumerGroups {
         client: ClientInfo<'_>,
         topics: &TopicsView,
     ) -> Result<ConsumerHeartbeatResponse, HbError> {
+        let timeouts = self.timeouts(&req.group_id);
         // A static member replacing one that left with -2 does not grow the group.
         let replaces_static = req.member_epoch == 0
             && req
@@ -163,7 +164,7 @@ impl ConsumerGroups {
             }
         }
         next.session_deadline_ms =
-            now_ms.saturating_add(i64::from(self.config.session_timeout_ms.max(0)));
+            now_ms.saturating_add(i64::from(timeouts.session_timeout_ms.max(0)));
         let full = req.member_epoch == 0
             || (req.rebalance_timeout_ms != -1
                 && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
@@ -174,7 +175,7 @@ impl ConsumerGroups {
             error_message: None,
             member_id: Some(member_id),
             member_epoch: next.member_epoch,
-            heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms: timeouts.heartbeat_interval_ms,
             assignment,
         };
         g.put_member(next);

@@ -18,6 +18,7 @@ impl ConsumerGroups {
         req: &ConsumerHeartbeat,
         topics: &TopicsView,
     ) -> Result<ConsumerHeartbeatResponse, HbError> {
+        let interval = self.timeouts(&req.group_id).heartbeat_interval_ms;
         let Some(g) = self.groups.get_mut(&req.group_id) else {
             return Err((
                 UNKNOWN_MEMBER_ID,
@@ -72,7 +73,7 @@ impl ConsumerGroups {
             error_message: None,
             member_id: Some(member_id),
             member_epoch: req.member_epoch,
-            heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            heartbeat_interval_ms: interval,
             assignment: None,
         })
     }

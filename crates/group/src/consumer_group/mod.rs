@@ -48,9 +48,20 @@ use crate::coordinator::MemberIdGenerator;
 use codes::*;
 use group::ConsumerGroup;
 
+/// One group's `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (Kafka 4.0
+/// group configs, resource type 32): the group's overrides over the broker's
+/// `group.consumer.*`, resolved by the shell from the metadata image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupTimeouts {
+    pub session_timeout_ms: i32,
+    pub heartbeat_interval_ms: i32,
+}
+
 /// All KIP-848 groups of one coordinator (one `__consumer_offsets` partition or one node).
 pub struct ConsumerGroups {
     config: ConsumerGroupConfig,
+    /// Groups whose timeouts differ from `config`'s (see [`GroupTimeouts`]).
+    timeouts: BTreeMap<String, GroupTimeouts>,
     /// `config.assignors` filtered to known names; never empty, first is the default.
     assignors: Vec<String>,
     groups: BTreeMap<String, ConsumerGroup>,
@@ -80,6 +91,7 @@ impl ConsumerGroups {
         ConsumerGroups {
             assignors: config.enabled_assignors(),
             config,
+            timeouts: BTreeMap::new(),
             groups: BTreeMap::new(),
             new_member_id: generator,
         }
@@ -87,6 +99,24 @@ impl ConsumerGroups {
 
     pub fn config(&self) -> &ConsumerGroupConfig {
         &self.config
+    }
+
+    /// Replaces the per-group timeouts (groups absent use the broker's). A member's session
+    /// deadline and the interval it is told take the new values from its next heartbeat, as
+    /// Kafka applies a changed group config.
+    pub fn set_group_timeouts(&mut self, timeouts: BTreeMap<String, GroupTimeouts>) {
+        self.timeouts = timeouts;
+    }
+
+    /// The timeouts `group_id` runs with.
+    pub fn timeouts(&self, group_id: &str) -> GroupTimeouts {
+        self.timeouts
+            .get(group_id)
+            .copied()
+            .unwrap_or(GroupTimeouts {
+                session_timeout_ms: self.config.session_timeout_ms,
+                heartbeat_interval_ms: self.config.heartbeat_interval_ms,
+            })
     }
 
     /// Whether `group_id` is a KIP-848 group here (the shell routes classic requests

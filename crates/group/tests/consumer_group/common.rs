@@ -128,11 +128,12 @@ impl Harness {
     }
 
     pub fn send(&mut self, req: ConsumerHeartbeat) -> ConsumerHeartbeatResponse {
+        let group = req.group_id.clone();
         let r = self.c.heartbeat(self.now, req, &self.topics);
         self.c.check_invariants().unwrap();
         assert_eq!(
             r.heartbeat_interval_ms,
-            self.c.config().heartbeat_interval_ms
+            self.c.timeouts(&group).heartbeat_interval_ms
         );
         r
     }

@@ -113,6 +113,26 @@ fn member_leaves_and_the_other_takes_its_partitions() {
 }
 
 #[test]
+fn a_group_config_override_sets_that_groups_session_and_interval_only() {
+    let mut h = Harness::new(config());
+    let timeouts = GroupTimeouts {
+        session_timeout_ms: 50_000,
+        heartbeat_interval_ms: 7_000,
+    };
+    h.c.set_group_timeouts([("g".to_string(), timeouts)].into());
+    h.topic("t", 2);
+    h.topic("u", 2);
+    assert_eq!(h.join("g", "m1", &["t"]).heartbeat_interval_ms, 7_000);
+    assert_eq!(h.join("other", "o1", &["u"]).heartbeat_interval_ms, 5_000);
+    // Silent for 45 s: the broker default expires "other"'s member, "g"'s keeps 50 s.
+    h.tick(45_000);
+    assert_eq!(h.describe("other").members.len(), 0);
+    assert_eq!(h.describe("g").members.len(), 1);
+    h.tick(5_000);
+    assert_eq!(h.describe("g").members.len(), 0);
+}
+
+#[test]
 fn session_expiry_via_tick_hands_partitions_over() {
     let mut h = Harness::new(config());
     two_stable_members(&mut h);
