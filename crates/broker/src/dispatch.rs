@@ -51,6 +51,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::WriteTxnMarkers, 0, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -222,6 +223,9 @@ pub async fn dispatch(
         ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
         ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::WriteTxnMarkers => {
+            call!(WriteTxnMarkersRequest, handlers::write_txn_markers::handle)
+        }
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }
