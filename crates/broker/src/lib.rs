@@ -13,6 +13,7 @@ pub mod errors;
 pub mod group_manager;
 pub mod group_purgatory;
 pub mod handlers;
+pub mod inter_broker;
 pub mod isr;
 pub mod log_dir_failure;
 pub mod metadata_log;
@@ -25,6 +26,7 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod server;
 pub mod startup;
+pub mod txn_verify;
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]

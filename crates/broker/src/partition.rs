@@ -918,3 +918,6 @@ fn record_producers(
 #[cfg(test)]
 #[path = "partition_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "partition_txn_tests.rs"]
+mod txn_tests;

@@ -14,7 +14,7 @@ use super::{log_config, FollowerPosition, Partition, Replicated, Role};
 
 const LAG_MAX_MS: i64 = 30_000;
 
-fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
+pub(super) fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
     Role {
         leader: 1,
         leader_epoch,
@@ -30,7 +30,7 @@ fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
 }
 
 /// A leader for `t-0` on broker 1 with replicas [1, 2, 3].
-fn leader(dir: &std::path::Path, role: Role) -> Partition {
+pub(super) fn leader(dir: &std::path::Path, role: Role) -> Partition {
     let logs = LogManager::open(dir.to_path_buf(), log_config(&role.config)).unwrap();
     let log = logs
         .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&role.config))
@@ -82,6 +82,11 @@ fn encode(n: usize, seq: Option<i32>, base_offset: i64, leader_epoch: i32) -> By
     )
     .unwrap();
     buf
+}
+
+/// A batch of `n` plain records.
+pub(super) fn plain_batch(n: usize) -> BytesMut {
+    encode(n, None, 0, -1)
 }
 
 fn hw(p: &Partition) -> i64 {
@@ -221,7 +226,7 @@ fn idempotent(seq: i32, n: usize, base_offset: i64, leader_epoch: i32) -> BytesM
 }
 
 /// Broker 1 following broker 2 (epoch 0).
-fn follower_role() -> Role {
+pub(super) fn follower_role() -> Role {
     Role {
         leader: 2,
         ..role(0, &[1, 2, 3], &[1, 2, 3])

@@ -325,4 +325,26 @@ mod tests {
         assert_eq!(t.remove_expired(1_000 + 2 * DAY, DAY), 1);
         assert!(t.is_empty());
     }
+
+    /// A producer with an open transaction is not forgotten (it holds the LSO until the
+    /// coordinator's marker); once a marker ended it, it expires as any other.
+    #[test]
+    fn an_open_transaction_keeps_its_producer_until_the_marker() {
+        const DAY: i64 = 86_400_000;
+        let mut t = ProducerStateTable::default();
+        t.record(1, 0, 0, 0, 7, 0, true);
+        assert_eq!(t.first_unstable_offset(), Some(7));
+        assert_eq!(t.remove_expired(2 * DAY, DAY), 0);
+        let m = Marker {
+            producer_id: 1,
+            producer_epoch: 0,
+            commit: false,
+            coordinator_epoch: 0,
+        };
+        assert_eq!(t.check_marker(&m), Ok(()));
+        let aborted = t.apply_marker(&m, 8, 0).unwrap();
+        assert_eq!((aborted.first_offset, aborted.last_offset), (7, 8));
+        assert_eq!(t.first_unstable_offset(), None);
+        assert_eq!(t.remove_expired(2 * DAY, DAY), 1);
+    }
 }
