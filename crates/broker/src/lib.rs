@@ -25,6 +25,8 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod server;
 pub mod startup;
+pub mod txn_manager;
+pub mod txn_markers;
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]
