@@ -56,6 +56,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::WriteTxnMarkers, 0, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -241,6 +242,9 @@ pub async fn dispatch(
         ),
         ApiKey::ListTransactions => {
             call!(ListTransactionsRequest, handlers::list_transactions::handle)
+        }
+        ApiKey::WriteTxnMarkers => {
+            call!(WriteTxnMarkersRequest, handlers::write_txn_markers::handle)
         }
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }

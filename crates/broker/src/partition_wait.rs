@@ -18,6 +18,8 @@ use super::Role;
 pub struct Progress {
     pub log_end_offset: i64,
     pub high_watermark: i64,
+    /// The LSO (`runnel_log::txn::last_stable_offset`): read_committed consumers read below it.
+    pub last_stable_offset: i64,
     pub leader: i32,
     pub leader_epoch: i32,
     /// Bumped for changes the fields above do not show (a follower's log start, the
@@ -26,20 +28,25 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn of(log: &PartitionLog, role: &Role) -> Progress {
+    pub(crate) fn of(log: &PartitionLog, role: &Role, first_unstable: Option<i64>) -> Progress {
         Progress {
             log_end_offset: log.log_end_offset(),
             high_watermark: log.high_watermark(),
+            last_stable_offset: runnel_log::txn::last_stable_offset(
+                first_unstable,
+                log.high_watermark(),
+            ),
             leader: role.leader,
             leader_epoch: role.leader_epoch,
             changes: 0,
         }
     }
 
-    pub(crate) fn position(&self) -> (i64, i64, i32, i32) {
+    pub(crate) fn position(&self) -> (i64, i64, i64, i32, i32) {
         (
             self.log_end_offset,
             self.high_watermark,
+            self.last_stable_offset,
             self.leader,
             self.leader_epoch,
         )

@@ -23,6 +23,7 @@ pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
 pub mod topics;
+pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;

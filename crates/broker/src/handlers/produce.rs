@@ -170,31 +170,8 @@ async fn complete(
         let replicated = partition
             .wait_replicated(appended.last_offset + 1, appended.leader_epoch, deadline)
             .await;
-        match replicated {
-            Replicated::Done => {}
-            Replicated::TimedOut => {
-                return error(
-                    index,
-                    code::REQUEST_TIMED_OUT,
-                    "the in-sync replicas did not confirm the write in time",
-                )
-            }
-            Replicated::LeadershipMoved => {
-                return error(
-                    index,
-                    code::NOT_LEADER_OR_FOLLOWER,
-                    "the leadership moved before the in-sync replicas confirmed the write",
-                )
-            }
-            // Written and replicated, but the ISR shrank below the minimum meanwhile (spec
-            // E.4): the client learns its durability guarantee was not met.
-            Replicated::NotEnoughReplicasAfterAppend => {
-                return error(
-                    index,
-                    code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                    "the in-sync replica set shrank below min.insync.replicas after the append",
-                )
-            }
+        if let Some((code, message)) = replicated_error(replicated) {
+            return error(index, code, message);
         }
     }
     PartitionProduceResponse::default()
@@ -202,6 +179,28 @@ async fn complete(
         .with_base_offset(appended.base_offset)
         .with_log_append_time_ms(appended.log_append_time)
         .with_log_start_offset(appended.log_start_offset)
+}
+
+/// The Kafka error of an acks=all wait that did not end in `Done` (Produce and the
+/// WriteTxnMarkers the coordinator sends, both acks=all).
+pub(crate) fn replicated_error(replicated: Replicated) -> Option<(i16, &'static str)> {
+    match replicated {
+        Replicated::Done => None,
+        Replicated::TimedOut => Some((
+            code::REQUEST_TIMED_OUT,
+            "the in-sync replicas did not confirm the write in time",
+        )),
+        Replicated::LeadershipMoved => Some((
+            code::NOT_LEADER_OR_FOLLOWER,
+            "the leadership moved before the in-sync replicas confirmed the write",
+        )),
+        // Written and replicated, but the ISR shrank below the minimum meanwhile (spec E.4):
+        // the client learns its durability guarantee was not met.
+        Replicated::NotEnoughReplicasAfterAppend => Some((
+            code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            "the in-sync replica set shrank below min.insync.replicas after the append",
+        )),
+    }
 }
 
 /// Clears fields the negotiated version does not carry (the encoder rejects them).
