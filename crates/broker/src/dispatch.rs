@@ -51,6 +51,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     (ApiKey::WriteTxnMarkers, 0, 1),
 ];
 
@@ -223,6 +228,21 @@ pub async fn dispatch(
         ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
         ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::AddPartitionsToTxn => call!(
+            AddPartitionsToTxnRequest,
+            handlers::add_partitions_to_txn::handle
+        ),
+        ApiKey::AddOffsetsToTxn => {
+            call!(AddOffsetsToTxnRequest, handlers::add_offsets_to_txn::handle)
+        }
+        ApiKey::EndTxn => call!(EndTxnRequest, handlers::end_txn::handle),
+        ApiKey::DescribeTransactions => call!(
+            DescribeTransactionsRequest,
+            handlers::describe_transactions::handle
+        ),
+        ApiKey::ListTransactions => {
+            call!(ListTransactionsRequest, handlers::list_transactions::handle)
+        }
         ApiKey::WriteTxnMarkers => {
             call!(WriteTxnMarkersRequest, handlers::write_txn_markers::handle)
         }

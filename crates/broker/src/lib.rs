@@ -26,6 +26,8 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod server;
 pub mod startup;
+pub mod txn_manager;
+pub mod txn_markers;
 pub mod txn_verify;
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.

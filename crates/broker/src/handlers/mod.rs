@@ -1,17 +1,22 @@
 //! Request handlers, one module per API family. Each takes the decoded request and returns the
 //! response body; errors inside a response are Kafka error codes, never a closed connection.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod configs;
 pub mod consumer_group;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_quorum;
+pub mod describe_transactions;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
