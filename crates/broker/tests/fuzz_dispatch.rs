@@ -159,6 +159,24 @@ macro_rules! paste_request {
     (ConsumerGroupDescribe) => {
         ConsumerGroupDescribeRequest
     };
+    (AddPartitionsToTxn) => {
+        AddPartitionsToTxnRequest
+    };
+    (AddOffsetsToTxn) => {
+        AddOffsetsToTxnRequest
+    };
+    (EndTxn) => {
+        EndTxnRequest
+    };
+    (DescribeTransactions) => {
+        DescribeTransactionsRequest
+    };
+    (ListTransactions) => {
+        ListTransactionsRequest
+    };
+    (WriteTxnMarkers) => {
+        WriteTxnMarkersRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -227,6 +245,12 @@ requests!(
     ListPartitionReassignments,
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
+    AddPartitionsToTxn,
+    AddOffsetsToTxn,
+    EndTxn,
+    DescribeTransactions,
+    ListTransactions,
+    WriteTxnMarkers,
 );
 
 fn name(s: &'static str) -> TopicName {
