@@ -116,3 +116,31 @@ def test_send_offsets_to_transaction_commits_only_with_the_transaction(broker):
             time.sleep(0.1)
     finally:
         c.close()
+
+
+def test_aborted_records_stay_hidden_after_a_kill9_restart(broker_factory):
+    """The `.txnindex` (or, if the crash lost it, the replay of the log tail) still tells
+    read_committed consumers which records were aborted after an unclean restart."""
+    b = broker_factory()
+    name = create_topic(b.bootstrap, unique_topic("txnkill"), 1)
+    p = _producer(b.bootstrap, f"tid-{uuid.uuid4().hex[:8]}")
+    p.begin_transaction()
+    p.produce(name, value=b"aborted", partition=0)
+    p.flush(OP_TIMEOUT)
+    p.abort_transaction(OP_TIMEOUT)
+    p.begin_transaction()
+    p.produce(name, value=b"committed", partition=0)
+    p.commit_transaction(OP_TIMEOUT)
+    assert _read_all(b.bootstrap, name, 1, "read_committed") == [b"committed"]
+    del p
+    b.kill9()
+    b.start()
+    # The HW is recovered from the checkpoint or re-learned; wait until everything is back.
+    deadline = time.monotonic() + OP_TIMEOUT
+    while True:
+        uncommitted = _read_all(b.bootstrap, name, 1, "read_uncommitted")
+        if b"committed" in uncommitted:
+            break
+        assert time.monotonic() < deadline, f"records not back after the restart: {uncommitted}"
+        time.sleep(0.2)
+    assert _read_all(b.bootstrap, name, 1, "read_committed") == [b"committed"]
