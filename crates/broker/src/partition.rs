@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 #[path = "partition_wait.rs"]
 mod wait;
-pub use wait::{any_progress, join_all, Progress, Replicated};
+pub use wait::{any_progress, join_all, Progress, ReadBound, Replicated};
 
 use crate::clock::now_ms;
 use crate::errors::code;

@@ -10,7 +10,7 @@ use kafka_protocol::records::{
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 
-use super::{log_config, FollowerPosition, Partition, Replicated, Role};
+use super::{log_config, FollowerPosition, Partition, ReadBound, Replicated, Role};
 
 const LAG_MAX_MS: i64 = 30_000;
 
@@ -366,15 +366,24 @@ fn a_woken_fetch_reads_only_past_its_offset() {
     append(&p, 5);
     let seen = *p.subscribe().borrow();
     // A consumer at the HW (0) and a follower at the LEO (5) have nothing new yet.
-    assert!(!seen.has_news_for(&seen, 0, false));
-    assert!(!seen.has_news_for(&seen, 5, true));
+    assert!(!seen.has_news_for(&seen, 0, ReadBound::HighWatermark));
+    assert!(!seen.has_news_for(&seen, 5, ReadBound::LogEnd));
     append(&p, 1);
     let now = *p.subscribe().borrow();
-    assert!(now.has_news_for(&seen, 5, true), "the follower has a batch");
-    assert!(!now.has_news_for(&seen, 0, false), "the HW did not move");
+    assert!(
+        now.has_news_for(&seen, 5, ReadBound::LogEnd),
+        "the follower has a batch"
+    );
+    assert!(
+        !now.has_news_for(&seen, 0, ReadBound::HighWatermark),
+        "the HW did not move"
+    );
     p.record_follower_fetch(2, 6);
     let later = *p.subscribe().borrow();
-    assert!(later.has_news_for(&seen, 0, false), "now the consumer has");
+    assert!(
+        later.has_news_for(&seen, 0, ReadBound::HighWatermark),
+        "now the consumer has"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use runnel_log::control::Marker;
 use runnel_log::txn::AbortedTxn;
 
 use super::tests::{leader, role};
-use super::Partition;
+use super::{Partition, ReadBound};
 
 /// A transactional batch of `n` records of producer `pid` (epoch 0) from sequence `seq`.
 fn txn_batch(pid: i64, seq: i32, n: usize) -> BytesMut {
@@ -140,4 +140,21 @@ fn a_follower_replicating_a_marker_ends_the_transaction_too() {
     f.append_as_follower(&records, 3).unwrap();
     assert!(!f.in_transaction(5));
     assert_eq!(f.lock_log().aborted_txns(0, 3).len(), 1);
+}
+
+#[test]
+fn a_read_committed_long_poll_wakes_on_the_lso_not_the_hw() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = solo(dir.path());
+    let seen = *p.subscribe().borrow();
+    p.append_as_leader(&txn_batch(5, 0, 2), 1, 1).unwrap();
+    let now = *p.subscribe().borrow();
+    assert!(now.has_news_for(&seen, 0, ReadBound::HighWatermark));
+    assert!(
+        !now.has_news_for(&seen, 0, ReadBound::LastStable),
+        "only an open transaction"
+    );
+    p.write_marker(&marker(5, 0, true, 0), 1).unwrap();
+    let committed = *p.subscribe().borrow();
+    assert!(committed.has_news_for(&seen, 0, ReadBound::LastStable));
 }

@@ -54,21 +54,28 @@ impl Progress {
 
     /// Whether a fetch at `fetch_offset` that read the partition when it stood at `seen` has
     /// something new to answer: records up to its bound (the LEO for followers, the HW for
-    /// consumers) past both its offset and what it saw, or a leadership change or truncation
-    /// (its answer is an error now).
-    pub fn has_news_for(&self, seen: &Progress, fetch_offset: i64, follower: bool) -> bool {
-        let upper = |p: &Progress| {
-            if follower {
-                p.log_end_offset
-            } else {
-                p.high_watermark
-            }
+    /// consumers, the LSO for read_committed ones) past both its offset and what it saw, or a
+    /// leadership change or truncation (its answer is an error now).
+    pub fn has_news_for(&self, seen: &Progress, fetch_offset: i64, bound: ReadBound) -> bool {
+        let upper = |p: &Progress| match bound {
+            ReadBound::LogEnd => p.log_end_offset,
+            ReadBound::HighWatermark => p.high_watermark,
+            ReadBound::LastStable => p.last_stable_offset,
         };
         upper(self) > fetch_offset.max(upper(seen))
             || self.leader != seen.leader
             || self.leader_epoch != seen.leader_epoch
             || self.log_end_offset < seen.log_end_offset
     }
+}
+
+/// Up to where a fetch may read: followers the LEO, consumers the HW, read_committed
+/// consumers the LSO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBound {
+    LogEnd,
+    HighWatermark,
+    LastStable,
 }
 
 /// How an acks=all wait ended.

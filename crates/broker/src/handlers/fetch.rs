@@ -37,7 +37,7 @@ use uuid::Uuid;
 
 use crate::context::Broker;
 use crate::errors::code;
-use crate::partition::{any_progress, FollowerPosition, Partition, Progress};
+use crate::partition::{any_progress, FollowerPosition, Partition, Progress, ReadBound};
 
 /// Bytes of a response that are not records, per partition and per topic (an overestimate),
 /// so the records budget keeps the whole response within `i32::MAX`.
@@ -159,6 +159,19 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Up to where this fetch reads (what its long poll waits for).
+    fn bound(&self) -> ReadBound {
+        if self.follower.is_some() {
+            ReadBound::LogEnd
+        } else if self.read_committed {
+            ReadBound::LastStable
+        } else {
+            ReadBound::HighWatermark
+        }
+    }
+}
+
 pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {
     let max_wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + max_wait;
@@ -176,7 +189,7 @@ pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -
         if bytes >= plan.min_bytes || errors || now >= deadline {
             return response;
         }
-        wait_for_news(&mut watched, plan.follower.is_some(), deadline).await;
+        wait_for_news(&mut watched, plan.bound(), deadline).await;
     }
 }
 
@@ -207,14 +220,12 @@ fn watch_partitions(broker: &Broker, plan: &Plan) -> Vec<Watched> {
 /// Sleeps until one of the partitions has something past its fetch offset (or changed
 /// leadership), or the deadline: the offsets are checked on every wake-up before anything is
 /// read, so appends elsewhere, or below what this fetch waits for, cost it nothing.
-async fn wait_for_news(watched: &mut [Watched], follower: bool, deadline: tokio::time::Instant) {
+async fn wait_for_news(watched: &mut [Watched], bound: ReadBound, deadline: tokio::time::Instant) {
     loop {
         // A closed watch is a partition that left this broker: the read reports it.
         let news = watched.iter().any(|w| {
             w.rx.has_changed().is_err()
-                || w.rx
-                    .borrow()
-                    .has_news_for(&w.seen, w.fetch_offset, follower)
+                || w.rx.borrow().has_news_for(&w.seen, w.fetch_offset, bound)
         });
         if news {
             return;
