@@ -75,6 +75,11 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("offsets.topic.num.partitions", "50"),
     ("offsets.topic.replication.factor", "3"),
     ("transaction.state.log.replication.factor", "3"),
+    ("transaction.state.log.num.partitions", "50"),
+    ("transaction.state.log.min.isr", "2"),
+    ("transaction.state.log.segment.bytes", "104857600"),
+    ("transaction.max.timeout.ms", "900000"),
+    ("transactional.id.expiration.ms", "604800000"),
     ("producer.id.expiration.ms", "86400000"),
     ("producer.id.expiration.check.interval.ms", "600000"),
     ("broker.rack", ""),
@@ -335,13 +340,18 @@ impl BrokerConfig {
     /// no configuration (Kafka itself needs the property set to 1 there). An explicit value is
     /// always honoured, and `__consumer_offsets` waits for that many live brokers.
     pub fn offsets_topic_replication_factor(&self) -> i16 {
+        self.internal_topic_replication_factor("offsets.topic.replication.factor")
+    }
+
+    /// The same rule for any internal topic's replication-factor property
+    /// (`offsets.topic.replication.factor`, `transaction.state.log.replication.factor`).
+    pub fn internal_topic_replication_factor(&self, key: &str) -> i16 {
         let single_node = self.cluster.as_ref().is_none_or(|c| c.voters.len() == 1);
-        let configured =
-            if single_node && !self.props.contains_key("offsets.topic.replication.factor") {
-                1
-            } else {
-                self.get_i64("offsets.topic.replication.factor", 3)
-            };
+        let configured = if single_node && !self.props.contains_key(key) {
+            1
+        } else {
+            self.get_i64(key, 3)
+        };
         i16::try_from(configured.max(1)).unwrap_or(i16::MAX)
     }
 

@@ -40,6 +40,7 @@ pub struct BrokerParts {
     pub controller: ControllerClient,
     pub replicas: Arc<ReplicaManager>,
     pub groups: GroupHandle,
+    pub txns: crate::txn_manager::TxnHandle,
     pub defaults: BrokerDefaults,
     pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
 }
@@ -52,6 +53,7 @@ pub struct Broker {
     pub controller: ControllerClient,
     pub replicas: Arc<ReplicaManager>,
     pub groups: GroupHandle,
+    pub txns: crate::txn_manager::TxnHandle,
     /// The metadata quorum in cluster mode (None on a single node).
     pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
     producer_ids: Mutex<(i64, i64)>,
@@ -70,6 +72,7 @@ impl Broker {
             controller,
             replicas,
             groups,
+            txns,
             defaults,
             quorum,
         } = parts;
@@ -83,6 +86,7 @@ impl Broker {
             controller,
             replicas,
             groups,
+            txns,
             quorum,
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,

@@ -53,6 +53,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 0, 0),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -231,6 +237,24 @@ pub async fn dispatch(
             DescribeTopicPartitionsRequest,
             handlers::describe_topic_partitions::handle
         ),
+        ApiKey::AddPartitionsToTxn => call!(
+            AddPartitionsToTxnRequest,
+            handlers::add_partitions_to_txn::handle
+        ),
+        ApiKey::AddOffsetsToTxn => {
+            call!(AddOffsetsToTxnRequest, handlers::add_offsets_to_txn::handle)
+        }
+        ApiKey::EndTxn => call!(EndTxnRequest, handlers::end_txn::handle),
+        ApiKey::DescribeTransactions => call!(
+            DescribeTransactionsRequest,
+            handlers::describe_transactions::handle
+        ),
+        ApiKey::ListTransactions => {
+            call!(ListTransactionsRequest, handlers::list_transactions::handle)
+        }
+        ApiKey::WriteTxnMarkers => {
+            call!(WriteTxnMarkersRequest, handlers::write_txn_markers::handle)
+        }
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }

@@ -1,6 +1,7 @@
 //! Kafka error codes used by the request handlers (spec Appendix 2).
 
 pub mod code {
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
     pub const NONE: i16 = 0;
     pub const OFFSET_OUT_OF_RANGE: i16 = 1;
     pub const CORRUPT_MESSAGE: i16 = 2;
@@ -17,6 +18,8 @@ pub mod code {
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
     pub const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
+    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+    pub const INVALID_TXN_STATE: i16 = 48;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const KAFKA_STORAGE_ERROR: i16 = 56;
     pub const FENCED_LEADER_EPOCH: i16 = 74;

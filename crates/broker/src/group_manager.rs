@@ -343,7 +343,7 @@ impl DeleteAnswer {
 }
 
 /// The error code a finished write gives the answers waiting for it.
-fn outcome_code(outcome: Outcome) -> i16 {
+pub(crate) fn outcome_code(outcome: Outcome) -> i16 {
     match outcome {
         Outcome::Replicated => 0,
         Outcome::TimedOut => COORDINATOR_NOT_AVAILABLE,
@@ -493,54 +493,7 @@ impl GroupManager {
     /// Replays the partition's records into a fresh coordinator.
     fn load(&self, partition: i32) -> GroupCoordinator {
         let mut coordinator = GroupCoordinator::new(self.config.clone());
-        let Some(p) = self.replicas.get(OFFSETS_TOPIC, partition) else {
-            return coordinator;
-        };
-        let mut records = Vec::new();
-        {
-            let log = p.lock_log();
-            // Up to the log end: as the new leader, everything it holds will be committed.
-            let end = log.log_end_offset();
-            let mut offset = log.log_start_offset();
-            while offset < end {
-                let read = match log.read(offset, 1 << 20, end, true) {
-                    Ok(read) if !read.records.is_empty() => read,
-                    Ok(_) => break,
-                    Err(e) => {
-                        tracing::error!(partition, error = %e, "cannot read __consumer_offsets while loading");
-                        break;
-                    }
-                };
-                let mut bytes = read.records;
-                let before = offset;
-                while !bytes.is_empty() {
-                    // Bounded decompression: a forged batch cannot inflate without limit.
-                    match runnel_log::compression::decode_batch_bounded(&mut bytes) {
-                        Ok(set) => {
-                            for r in set.records {
-                                offset = offset.max(r.offset + 1);
-                                if r.control || r.offset < before {
-                                    continue;
-                                }
-                                if let Some(key) = r.key {
-                                    records.push(OffsetsRecord {
-                                        key,
-                                        value: r.value,
-                                    });
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            tracing::error!(partition, error = %e, "undecodable batch in __consumer_offsets");
-                            bytes.clear();
-                        }
-                    }
-                }
-                if offset == before {
-                    break;
-                }
-            }
-        }
+        let records = read_records(&self.replicas, OFFSETS_TOPIC, partition);
         let n = records.len();
         coordinator.load(now_ms(), records);
         tracing::info!(partition, records = n, "loaded group coordinator partition");
@@ -1024,7 +977,67 @@ impl GroupManager {
     }
 }
 
-fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
+/// The keyed records of a coordinator partition hosted here (`__consumer_offsets`,
+/// `__transaction_state`), in log order up to its log end: as the new leader, everything it
+/// holds will be committed. Control records are skipped.
+pub(crate) fn read_records(
+    replicas: &ReplicaManager,
+    topic: &str,
+    partition: i32,
+) -> Vec<OffsetsRecord> {
+    let Some(p) = replicas.get(topic, partition) else {
+        return Vec::new();
+    };
+    let mut records = Vec::new();
+    {
+        let log = p.lock_log();
+        // Up to the log end: as the new leader, everything it holds will be committed.
+        let end = log.log_end_offset();
+        let mut offset = log.log_start_offset();
+        while offset < end {
+            let read = match log.read(offset, 1 << 20, end, true) {
+                Ok(read) if !read.records.is_empty() => read,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::error!(partition, error = %e, "cannot read {topic} while loading");
+                    break;
+                }
+            };
+            let mut bytes = read.records;
+            let before = offset;
+            while !bytes.is_empty() {
+                // Bounded decompression: a forged batch cannot inflate without limit.
+                match runnel_log::compression::decode_batch_bounded(&mut bytes) {
+                    Ok(set) => {
+                        for r in set.records {
+                            offset = offset.max(r.offset + 1);
+                            if r.control || r.offset < before {
+                                continue;
+                            }
+                            if let Some(key) = r.key {
+                                records.push(OffsetsRecord {
+                                    key,
+                                    value: r.value,
+                                });
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(partition, error = %e, "undecodable batch in {topic}");
+                        bytes.clear();
+                    }
+                }
+            }
+            if offset == before {
+                break;
+            }
+        }
+    }
+    records
+}
+
+/// One uncompressed, non-idempotent batch of keyed records, as Kafka's coordinators write.
+pub(crate) fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
     let now = now_ms();
     let records: Vec<Record> = records
         .into_iter()

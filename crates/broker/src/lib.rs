@@ -15,6 +15,7 @@ pub mod errors;
 pub mod group_manager;
 pub mod group_purgatory;
 pub mod handlers;
+pub mod inter_broker;
 pub mod isr;
 pub mod log_dir_failure;
 pub mod metadata_log;
@@ -27,6 +28,9 @@ pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod server;
 pub mod startup;
+pub mod txn_manager;
+pub mod txn_markers;
+pub mod txn_verify;
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use runnel_log::batch::{self, BatchHeader};
+use runnel_log::control::{self, Marker};
 use runnel_log::validate;
 use runnel_log::{AppendInfo, LogConfig, LogError, PartitionLog, SharedLog};
 use runnel_metadata::EffectiveTopicConfig;
@@ -22,7 +23,7 @@ use uuid::Uuid;
 
 #[path = "partition_wait.rs"]
 mod wait;
-pub use wait::{any_progress, join_all, Progress, Replicated};
+pub use wait::{any_progress, join_all, Progress, ReadBound, Replicated};
 
 use crate::clock::now_ms;
 use crate::errors::code;
@@ -158,8 +159,9 @@ impl Partition {
         lag_max_ms: i64,
     ) -> Self {
         let flushed_to = log.lock().recovery_point();
-        let producers = rebuild_producer_state(&log.lock());
-        let progress = watch::Sender::new(Progress::of(&log.lock(), &role));
+        let producers = rebuild_producer_state(&mut log.lock());
+        let first_unstable = producers.first_unstable_offset();
+        let progress = watch::Sender::new(Progress::of(&log.lock(), &role, first_unstable));
         let partition = Partition {
             topic,
             index,
@@ -193,6 +195,11 @@ impl Partition {
         self.progress.borrow().high_watermark
     }
 
+    /// The last stable offset: read_committed consumers read below it (KIP-98).
+    pub fn last_stable_offset(&self) -> i64 {
+        self.progress.borrow().last_stable_offset
+    }
+
     /// A receiver of this partition's progress, its current value marked seen: a change
     /// after this call wakes `changed()`. Subscribe before checking a condition.
     pub fn subscribe(&self) -> watch::Receiver<Progress> {
@@ -202,7 +209,8 @@ impl Partition {
     /// Publishes the log's LEO and HW and the role's leadership; wakes this partition's
     /// waiters if any of them moved. Called with the log locked after every change.
     fn publish(&self, log: &PartitionLog) {
-        let now = Progress::of(log, &self.role.read());
+        let first_unstable = self.producers.lock().first_unstable_offset();
+        let now = Progress::of(log, &self.role.read(), first_unstable);
         self.progress.send_if_modified(|p| {
             let changed = p.position() != now.position();
             if changed {
@@ -364,11 +372,7 @@ impl Partition {
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
         drop(producers);
-        if let Some(state) = self.leader_state.lock().as_mut() {
-            state.on_leader_append(info.last_offset + 1, now_ms());
-            publish_high_watermark(state, &mut log);
-        }
-        self.publish(&log);
+        self.after_leader_append(&mut log, info.last_offset);
         Ok(Appended {
             base_offset: info.first_offset,
             last_offset: info.last_offset,
@@ -377,6 +381,59 @@ impl Partition {
             log_append_time,
             leader_epoch: role.leader_epoch,
         })
+    }
+
+    /// The leader's own LEO counts for the HW; waiters learn of the append.
+    fn after_leader_append(&self, log: &mut PartitionLog, last_offset: i64) {
+        if let Some(state) = self.leader_state.lock().as_mut() {
+            state.on_leader_append(last_offset + 1, now_ms());
+            publish_high_watermark(state, log);
+        }
+        self.publish(log);
+    }
+
+    /// Leader side of WriteTxnMarkers (API 27): appends the coordinator's COMMIT / ABORT
+    /// marker, which ends the producer's transaction here (an abort enters the `.txnindex`).
+    /// Refused with the Kafka code when a newer producer or coordinator epoch was seen.
+    pub fn write_marker(&self, marker: &Marker, node_id: i32) -> Result<Appended, (i16, String)> {
+        let role = self.role();
+        if role.leader != node_id {
+            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
+        }
+        let now = now_ms();
+        let bytes = control::marker_batch(marker, now);
+        let header =
+            BatchHeader::parse(&bytes).map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        let mut log = self.log.lock();
+        let mut producers = self.producers.lock();
+        producers.check_marker(marker).map_err(|c| {
+            (
+                c,
+                format!("stale marker for producer {}", marker.producer_id),
+            )
+        })?;
+        let info = log
+            .append(&bytes, &[header], role.leader_epoch)
+            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        if let Some(aborted) = producers.apply_marker(marker, info.first_offset, now) {
+            index_aborted(&mut log, aborted);
+        }
+        drop(producers);
+        self.after_leader_append(&mut log, info.last_offset);
+        Ok(Appended {
+            base_offset: info.first_offset,
+            last_offset: info.last_offset,
+            log_start_offset: info.log_start_offset,
+            duplicate: false,
+            log_append_time: -1,
+            leader_epoch: role.leader_epoch,
+        })
+    }
+
+    /// Whether `producer_id` has an open transaction on this partition (the produce path's
+    /// verification guard keeps it from asking the coordinator again).
+    pub fn in_transaction(&self, producer_id: i64) -> bool {
+        self.producers.lock().in_transaction(producer_id)
     }
 
     /// Leader side of a verified follower's fetch (the caller has checked that the fetcher is
@@ -545,7 +602,12 @@ impl Partition {
                 // Keep the idempotent-producer state as the leader's, so this replica checks
                 // sequences correctly the moment it becomes the leader (Kafka updates its
                 // ProducerStateManager on replication too).
-                record_replicated_producers(&mut self.producers.lock(), records, info.last_offset);
+                record_replicated_producers(
+                    &mut self.producers.lock(),
+                    &mut log,
+                    records,
+                    info.last_offset,
+                );
             }
         }
         let hw = runnel_replication::follower_high_watermark(leader_hw, log.log_end_offset());
@@ -579,7 +641,7 @@ impl Partition {
     pub fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
         let mut log = self.log.lock();
         let truncated = log.truncate_to(offset);
-        *self.producers.lock() = rebuild_producer_state(&log);
+        *self.producers.lock() = rebuild_producer_state(&mut log);
         self.publish(&log);
         truncated
     }
@@ -589,7 +651,7 @@ impl Partition {
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
         let mut log = self.log.lock();
         let restarted = log.truncate_fully_and_start_at(offset);
-        *self.producers.lock() = rebuild_producer_state(&log);
+        *self.producers.lock() = rebuild_producer_state(&mut log);
         self.publish(&log);
         restarted
     }
@@ -736,7 +798,7 @@ const PRODUCER_STATE_SCAN_OFFSETS: i64 = 100_000;
 
 /// Replays idempotent batch headers from the log's tail so retries that straddle a restart are
 /// still recognised as duplicates.
-fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
+fn rebuild_producer_state(log: &mut PartitionLog) -> ProducerStateTable {
     let mut table = ProducerStateTable::default();
     let leo = log.log_end_offset();
     let mut offset = log
@@ -757,16 +819,8 @@ fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
             if h.total_size() > rest.len() {
                 break;
             }
-            if h.producer_id >= 0 && h.last_offset() >= offset {
-                let last = last_seq(h.base_sequence, h.record_count);
-                table.record(
-                    h.producer_id,
-                    h.producer_epoch,
-                    h.base_sequence,
-                    last,
-                    h.base_offset,
-                    h.max_timestamp,
-                );
+            if h.last_offset() >= offset {
+                replay_batch(&mut table, log, &h, &rest[..h.total_size()]);
             }
             offset = offset.max(h.last_offset() + 1);
             rest = &rest[h.total_size()..];
@@ -782,6 +836,7 @@ fn rebuild_producer_state(log: &PartitionLog) -> ProducerStateTable {
 /// it), up to `last_offset` (a fetch response may end with a partial batch, never appended).
 fn record_replicated_producers(
     producers: &mut ProducerStateTable,
+    log: &mut PartitionLog,
     records: &[u8],
     last_offset: i64,
 ) {
@@ -790,18 +845,47 @@ fn record_replicated_producers(
         if h.total_size() > rest.len() || h.last_offset() > last_offset {
             break;
         }
-        if h.producer_id >= 0 {
-            let last = last_seq(h.base_sequence, h.record_count);
-            producers.record(
-                h.producer_id,
-                h.producer_epoch,
-                h.base_sequence,
-                last,
-                h.base_offset,
-                h.max_timestamp,
-            );
-        }
+        replay_batch(producers, log, &h, &rest[..h.total_size()]);
         rest = &rest[h.total_size()..];
+    }
+}
+
+/// One batch already in the log (`batch`: its bytes), as a replica or the replay on open
+/// sees it: a data batch records its producer, a marker ends the transaction (an abort
+/// enters the `.txnindex`, if not there already).
+fn replay_batch(
+    producers: &mut ProducerStateTable,
+    log: &mut PartitionLog,
+    h: &BatchHeader,
+    batch: &[u8],
+) {
+    if h.producer_id < 0 {
+        return;
+    }
+    if h.is_control() {
+        if let Some(marker) = control::parse_marker(h, batch) {
+            if let Some(aborted) = producers.apply_marker(&marker, h.base_offset, h.max_timestamp) {
+                index_aborted(log, aborted);
+            }
+        }
+        return;
+    }
+    let last = last_seq(h.base_sequence, h.record_count);
+    producers.record(
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        last,
+        h.base_offset,
+        h.max_timestamp,
+        h.is_transactional(),
+    );
+}
+
+/// A failed `.txnindex` write loses nothing the log does not hold: the replay on open re-adds it.
+fn index_aborted(log: &mut PartitionLog, aborted: runnel_log::txn::AbortedTxn) {
+    if let Err(e) = log.index_aborted_txn(aborted) {
+        tracing::warn!(error = %e, "cannot write the transaction index; it is rebuilt on restart");
     }
 }
 
@@ -821,6 +905,7 @@ fn record_producers(
                 last,
                 offset,
                 h.max_timestamp,
+                h.is_transactional(),
             );
         }
         offset += h.last_offset_delta as i64 + 1;
@@ -830,3 +915,6 @@ fn record_producers(
 #[cfg(test)]
 #[path = "partition_tests.rs"]
 mod tests;
+#[cfg(test)]
+#[path = "partition_txn_tests.rs"]
+mod txn_tests;

@@ -10,11 +10,11 @@ use kafka_protocol::records::{
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 
-use super::{log_config, FollowerPosition, Partition, Replicated, Role};
+use super::{log_config, FollowerPosition, Partition, ReadBound, Replicated, Role};
 
 const LAG_MAX_MS: i64 = 30_000;
 
-fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
+pub(super) fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
     Role {
         leader: 1,
         leader_epoch,
@@ -30,7 +30,7 @@ fn role(leader_epoch: i32, isr: &[i32], live: &[i32]) -> Role {
 }
 
 /// A leader for `t-0` on broker 1 with replicas [1, 2, 3].
-fn leader(dir: &std::path::Path, role: Role) -> Partition {
+pub(super) fn leader(dir: &std::path::Path, role: Role) -> Partition {
     let logs = LogManager::open(dir.to_path_buf(), log_config(&role.config)).unwrap();
     let log = logs
         .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&role.config))
@@ -82,6 +82,11 @@ fn encode(n: usize, seq: Option<i32>, base_offset: i64, leader_epoch: i32) -> By
     )
     .unwrap();
     buf
+}
+
+/// A batch of `n` plain records.
+pub(super) fn plain_batch(n: usize) -> BytesMut {
+    encode(n, None, 0, -1)
 }
 
 fn hw(p: &Partition) -> i64 {
@@ -221,7 +226,7 @@ fn idempotent(seq: i32, n: usize, base_offset: i64, leader_epoch: i32) -> BytesM
 }
 
 /// Broker 1 following broker 2 (epoch 0).
-fn follower_role() -> Role {
+pub(super) fn follower_role() -> Role {
     Role {
         leader: 2,
         ..role(0, &[1, 2, 3], &[1, 2, 3])
@@ -377,15 +382,24 @@ fn a_woken_fetch_reads_only_past_its_offset() {
     append(&p, 5);
     let seen = *p.subscribe().borrow();
     // A consumer at the HW (0) and a follower at the LEO (5) have nothing new yet.
-    assert!(!seen.has_news_for(&seen, 0, false));
-    assert!(!seen.has_news_for(&seen, 5, true));
+    assert!(!seen.has_news_for(&seen, 0, ReadBound::HighWatermark));
+    assert!(!seen.has_news_for(&seen, 5, ReadBound::LogEnd));
     append(&p, 1);
     let now = *p.subscribe().borrow();
-    assert!(now.has_news_for(&seen, 5, true), "the follower has a batch");
-    assert!(!now.has_news_for(&seen, 0, false), "the HW did not move");
+    assert!(
+        now.has_news_for(&seen, 5, ReadBound::LogEnd),
+        "the follower has a batch"
+    );
+    assert!(
+        !now.has_news_for(&seen, 0, ReadBound::HighWatermark),
+        "the HW did not move"
+    );
     p.record_follower_fetch(2, 6);
     let later = *p.subscribe().borrow();
-    assert!(later.has_news_for(&seen, 0, false), "now the consumer has");
+    assert!(
+        later.has_news_for(&seen, 0, ReadBound::HighWatermark),
+        "now the consumer has"
+    );
 }
 
 #[test]

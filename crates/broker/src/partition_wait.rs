@@ -18,6 +18,8 @@ use super::Role;
 pub struct Progress {
     pub log_end_offset: i64,
     pub high_watermark: i64,
+    /// The LSO (`runnel_log::txn::last_stable_offset`): read_committed consumers read below it.
+    pub last_stable_offset: i64,
     pub leader: i32,
     pub leader_epoch: i32,
     /// Bumped for changes the fields above do not show (a follower's log start, the
@@ -26,20 +28,25 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn of(log: &PartitionLog, role: &Role) -> Progress {
+    pub(crate) fn of(log: &PartitionLog, role: &Role, first_unstable: Option<i64>) -> Progress {
         Progress {
             log_end_offset: log.log_end_offset(),
             high_watermark: log.high_watermark(),
+            last_stable_offset: runnel_log::txn::last_stable_offset(
+                first_unstable,
+                log.high_watermark(),
+            ),
             leader: role.leader,
             leader_epoch: role.leader_epoch,
             changes: 0,
         }
     }
 
-    pub(crate) fn position(&self) -> (i64, i64, i32, i32) {
+    pub(crate) fn position(&self) -> (i64, i64, i64, i32, i32) {
         (
             self.log_end_offset,
             self.high_watermark,
+            self.last_stable_offset,
             self.leader,
             self.leader_epoch,
         )
@@ -47,21 +54,28 @@ impl Progress {
 
     /// Whether a fetch at `fetch_offset` that read the partition when it stood at `seen` has
     /// something new to answer: records up to its bound (the LEO for followers, the HW for
-    /// consumers) past both its offset and what it saw, or a leadership change or truncation
-    /// (its answer is an error now).
-    pub fn has_news_for(&self, seen: &Progress, fetch_offset: i64, follower: bool) -> bool {
-        let upper = |p: &Progress| {
-            if follower {
-                p.log_end_offset
-            } else {
-                p.high_watermark
-            }
+    /// consumers, the LSO for read_committed ones) past both its offset and what it saw, or a
+    /// leadership change or truncation (its answer is an error now).
+    pub fn has_news_for(&self, seen: &Progress, fetch_offset: i64, bound: ReadBound) -> bool {
+        let upper = |p: &Progress| match bound {
+            ReadBound::LogEnd => p.log_end_offset,
+            ReadBound::HighWatermark => p.high_watermark,
+            ReadBound::LastStable => p.last_stable_offset,
         };
         upper(self) > fetch_offset.max(upper(seen))
             || self.leader != seen.leader
             || self.leader_epoch != seen.leader_epoch
             || self.log_end_offset < seen.log_end_offset
     }
+}
+
+/// Up to where a fetch may read: followers the LEO, consumers the HW, read_committed
+/// consumers the LSO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadBound {
+    LogEnd,
+    HighWatermark,
+    LastStable,
 }
 
 /// How an acks=all wait ended.

@@ -5,6 +5,14 @@
 //! offsets: a retry of one of them is acknowledged with the original offset instead of being
 //! appended twice, and a gap is rejected so the client can tell records went missing.
 //!
+//! Transactions (KIP-98): a transactional batch opens its producer's transaction (its first
+//! offset holds the partition's LSO back, `runnel_log::txn::OngoingTxns`) until the
+//! coordinator's COMMIT / ABORT marker ends it. A marker is refused with
+//! INVALID_PRODUCER_EPOCH when its producer epoch is older than the producer's (a fenced
+//! producer's coordinator cannot end the new one's transaction), and with
+//! TRANSACTION_COORDINATOR_FENCED when its coordinator epoch is older than the last marker's
+//! (a deposed coordinator); a newer epoch is taken, as Kafka's `ProducerAppendInfo`.
+//!
 //! Entries expire like Kafka's: a producer whose last batch's timestamp is
 //! `producer.id.expiration.ms` (24 h) old is forgotten by [`ProducerStateTable::remove_expired`],
 //! which the shell runs every `producer.id.expiration.check.interval.ms` (10 min), so the table
@@ -13,11 +21,15 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use runnel_log::control::Marker;
+use runnel_log::txn::{AbortedTxn, OngoingTxns};
+
 /// How many recent batches per producer are remembered for duplicate detection (Kafka: 5).
 const CACHED_BATCHES: usize = 5;
 
 pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+pub const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct BatchMeta {
@@ -32,6 +44,8 @@ struct ProducerEntry {
     batches: VecDeque<BatchMeta>,
     /// The largest timestamp of its last batch (Kafka's `lastTimestamp`): expiry counts from it.
     last_timestamp: i64,
+    /// The coordinator epoch of its last marker (Kafka starts at -1; coordinator epochs at 0).
+    coordinator_epoch: i32,
 }
 
 /// What to do with an incoming idempotent batch.
@@ -50,6 +64,7 @@ pub enum SequenceCheck {
 #[derive(Debug, Default)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    ongoing: OngoingTxns,
 }
 
 fn next_seq(seq: i32) -> i32 {
@@ -109,8 +124,10 @@ impl ProducerStateTable {
         }
     }
 
-    /// Records an appended batch whose largest timestamp is `max_timestamp`; call only after
-    /// `check` returned `Append`.
+    /// Records an appended batch whose largest timestamp is `max_timestamp` (a transactional
+    /// one opens its producer's transaction at `first_offset`); call only after `check`
+    /// returned `Append`.
+    #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
         producer_id: i64,
@@ -119,7 +136,11 @@ impl ProducerStateTable {
         last_seq: i32,
         first_offset: i64,
         max_timestamp: i64,
+        transactional: bool,
     ) {
+        if transactional {
+            self.ongoing.on_data(producer_id, first_offset);
+        }
         let entry = self.producers.entry(producer_id).or_default();
         entry.last_timestamp = max_timestamp;
         if epoch != entry.epoch {
@@ -138,12 +159,64 @@ impl ProducerStateTable {
 }
 
 impl ProducerStateTable {
+    /// Whether the coordinator's `marker` may end its producer's transaction here: not with
+    /// an older producer epoch, nor from an older coordinator epoch. An error code if not.
+    pub fn check_marker(&self, marker: &Marker) -> Result<(), i16> {
+        let Some(entry) = self.producers.get(&marker.producer_id) else {
+            return Ok(());
+        };
+        if marker.producer_epoch < entry.epoch {
+            return Err(INVALID_PRODUCER_EPOCH);
+        }
+        if marker.coordinator_epoch < entry.coordinator_epoch {
+            return Err(TRANSACTION_COORDINATOR_FENCED);
+        }
+        Ok(())
+    }
+
+    /// A marker written at `offset` (stamped `timestamp`): ends the producer's transaction
+    /// and takes the marker's epochs. Returns the aborted transaction to index, if it aborted
+    /// an open one. Replicas and the log replay apply markers without `check_marker`, as
+    /// Kafka's replication origin does.
+    pub fn apply_marker(
+        &mut self,
+        marker: &Marker,
+        offset: i64,
+        timestamp: i64,
+    ) -> Option<AbortedTxn> {
+        let entry = self.producers.entry(marker.producer_id).or_default();
+        if marker.producer_epoch != entry.epoch {
+            // A new epoch restarts the sequences (the coordinator bumped it to fence).
+            entry.epoch = marker.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.last_timestamp = timestamp;
+        self.ongoing
+            .on_marker(marker.producer_id, offset, marker.commit)
+    }
+
+    /// The first offset of the earliest open transaction (the LSO before the HW cap).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.ongoing.first_unstable_offset()
+    }
+
+    /// Whether `producer_id` has an open transaction on this partition.
+    pub fn in_transaction(&self, producer_id: i64) -> bool {
+        self.ongoing.first_offset_of(producer_id).is_some()
+    }
+
     /// Kafka's `removeExpiredProducers`: forgets every producer whose last batch is at least
     /// `expiration_ms` older than `now_ms`. Returns how many were removed.
     pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        // A producer with an open transaction never expires here (Kafka's
+        // `isProducerExpired`): the coordinator's timeout aborts it.
+        let ongoing = &self.ongoing;
+        self.producers.retain(|pid, e| {
+            ongoing.first_offset_of(*pid).is_some()
+                || now_ms.saturating_sub(e.last_timestamp) < expiration_ms
+        });
         before - self.producers.len()
     }
 
@@ -165,9 +238,9 @@ mod tests {
     fn in_order_batches_append_and_retries_are_duplicates() {
         let mut t = ProducerStateTable::default();
         assert_eq!(t.check(7, 0, 0, 9), SequenceCheck::Append);
-        t.record(7, 0, 0, 9, 100, 0);
+        t.record(7, 0, 0, 9, 100, 0, false);
         assert_eq!(t.check(7, 0, 10, 19), SequenceCheck::Append);
-        t.record(7, 0, 10, 19, 110, 0);
+        t.record(7, 0, 10, 19, 110, 0, false);
         assert_eq!(
             t.check(7, 0, 0, 9),
             SequenceCheck::Duplicate { first_offset: 100 }
@@ -181,7 +254,7 @@ mod tests {
     #[test]
     fn gaps_and_old_epochs_are_rejected() {
         let mut t = ProducerStateTable::default();
-        t.record(7, 1, 0, 4, 0, 0);
+        t.record(7, 1, 0, 4, 0, 0, false);
         assert_eq!(
             t.check(7, 1, 6, 9),
             SequenceCheck::Reject {
@@ -208,7 +281,7 @@ mod tests {
     fn only_the_last_five_batches_are_remembered() {
         let mut t = ProducerStateTable::default();
         for i in 0..6 {
-            t.record(1, 0, i * 10, i * 10 + 9, i as i64 * 10, 0);
+            t.record(1, 0, i * 10, i * 10 + 9, i as i64 * 10, 0, false);
         }
         assert_eq!(
             t.check(1, 0, 0, 9),
@@ -226,7 +299,7 @@ mod tests {
     fn sequences_wrap() {
         assert_eq!(last_seq(i32::MAX, 2), 0);
         let mut t = ProducerStateTable::default();
-        t.record(1, 0, i32::MAX - 1, i32::MAX, 0, 0);
+        t.record(1, 0, i32::MAX - 1, i32::MAX, 0, 0, false);
         assert_eq!(t.check(1, 0, 0, 3), SequenceCheck::Append);
     }
 
@@ -237,9 +310,9 @@ mod tests {
     fn producers_expire_after_the_expiration_since_their_last_batch() {
         const DAY: i64 = 86_400_000;
         let mut t = ProducerStateTable::default();
-        t.record(1, 0, 0, 9, 0, 1_000);
-        t.record(2, 0, 0, 9, 10, 1_000);
-        t.record(2, 0, 10, 19, 20, 1_000 + DAY);
+        t.record(1, 0, 0, 9, 0, 1_000, false);
+        t.record(2, 0, 0, 9, 10, 1_000, false);
+        t.record(2, 0, 10, 19, 20, 1_000 + DAY, false);
         assert_eq!(t.remove_expired(1_000 + DAY - 1, DAY), 0);
         assert_eq!(t.remove_expired(1_000 + DAY, DAY), 1);
         assert_eq!(t.len(), 1);
@@ -251,5 +324,27 @@ mod tests {
         );
         assert_eq!(t.remove_expired(1_000 + 2 * DAY, DAY), 1);
         assert!(t.is_empty());
+    }
+
+    /// A producer with an open transaction is not forgotten (it holds the LSO until the
+    /// coordinator's marker); once a marker ended it, it expires as any other.
+    #[test]
+    fn an_open_transaction_keeps_its_producer_until_the_marker() {
+        const DAY: i64 = 86_400_000;
+        let mut t = ProducerStateTable::default();
+        t.record(1, 0, 0, 0, 7, 0, true);
+        assert_eq!(t.first_unstable_offset(), Some(7));
+        assert_eq!(t.remove_expired(2 * DAY, DAY), 0);
+        let m = Marker {
+            producer_id: 1,
+            producer_epoch: 0,
+            commit: false,
+            coordinator_epoch: 0,
+        };
+        assert_eq!(t.check_marker(&m), Ok(()));
+        let aborted = t.apply_marker(&m, 8, 0).unwrap();
+        assert_eq!((aborted.first_offset, aborted.last_offset), (7, 8));
+        assert_eq!(t.first_unstable_offset(), None);
+        assert_eq!(t.remove_expired(2 * DAY, DAY), 1);
     }
 }

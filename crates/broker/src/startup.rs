@@ -568,6 +568,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         replicas.clone(),
         image_rx.clone(),
     );
+    let txn_config = runnel_txn::TxnConfig {
+        max_timeout_ms: i32::try_from(config.get_i64("transaction.max.timeout.ms", 900_000))
+            .unwrap_or(i32::MAX),
+        id_expiration_ms: config.get_i64("transactional.id.expiration.ms", 604_800_000),
+    };
+    let txns = crate::txn_manager::spawn(node_id, txn_config, replicas.clone(), image_rx.clone());
     let broker = Arc::new(Broker::new(BrokerParts {
         config,
         cluster_id,
@@ -575,6 +581,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         controller,
         replicas: replicas.clone(),
         groups,
+        txns,
         defaults,
         quorum: quorum.clone(),
     }));

@@ -165,6 +165,24 @@ macro_rules! paste_request {
     (DescribeTopicPartitions) => {
         DescribeTopicPartitionsRequest
     };
+    (AddPartitionsToTxn) => {
+        AddPartitionsToTxnRequest
+    };
+    (AddOffsetsToTxn) => {
+        AddOffsetsToTxnRequest
+    };
+    (EndTxn) => {
+        EndTxnRequest
+    };
+    (DescribeTransactions) => {
+        DescribeTransactionsRequest
+    };
+    (ListTransactions) => {
+        ListTransactionsRequest
+    };
+    (WriteTxnMarkers) => {
+        WriteTxnMarkersRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -235,6 +253,12 @@ requests!(
     ConsumerGroupDescribe,
     DescribeLogDirs,
     DescribeTopicPartitions,
+    AddPartitionsToTxn,
+    AddOffsetsToTxn,
+    EndTxn,
+    DescribeTransactions,
+    ListTransactions,
+    WriteTxnMarkers,
 );
 
 fn name(s: &'static str) -> TopicName {

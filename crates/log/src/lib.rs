@@ -49,6 +49,7 @@ pub mod checkpoint;
 mod cleaner;
 pub mod compression;
 mod config;
+pub mod control;
 pub mod dir_name;
 mod epoch_cache;
 mod error;
@@ -65,6 +66,7 @@ pub mod partition_metadata;
 mod record_scan;
 mod scan;
 mod segment;
+pub mod txn;
 pub mod validate;
 
 pub use cleaner::{CleanStats, CompactionConfig, CompactionOutcome, CompactionPlan};

@@ -779,8 +779,13 @@ impl Segment {
 
     /// Renames the segment's files to `*.deleted` and returns the new paths.
     pub(crate) fn rename_to_deleted(&self) -> io::Result<Vec<PathBuf>> {
-        let mut out = Vec::with_capacity(3);
-        for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        let mut out = Vec::with_capacity(4);
+        for suffix in [
+            LOG_SUFFIX,
+            INDEX_SUFFIX,
+            TIME_INDEX_SUFFIX,
+            crate::partition_log::TXN_INDEX_SUFFIX,
+        ] {
             let from = self.path(suffix);
             let mut to = from.clone().into_os_string();
             to.push(DELETED_SUFFIX);

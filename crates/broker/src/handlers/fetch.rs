@@ -11,6 +11,10 @@
 //! last entry's position, data in the first's place). Logs are located under the partition's
 //! lock and read without it, on the blocking pool, never on the async workers.
 //!
+//! Consumers with `isolation_level = 1` (read_committed, KIP-98) read only below the last
+//! stable offset, and get the aborted transactions overlapping what they may read
+//! (`PartitionLog::aborted_txns`) so they drop those records; read_uncommitted gets `null`.
+//!
 //! Follower fetches (`replica_id >= 0`) read up to the log end and move the HW, so they are
 //! accepted only from a replica of the partition with its current broker epoch (Fetch v15's
 //! `ReplicaState`, KIP-903): [`check_follower_fetch`].
@@ -21,7 +25,8 @@ use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
-    EpochEndOffset as FetchEpochEndOffset, FetchableTopicResponse, PartitionData,
+    AbortedTransaction, EpochEndOffset as FetchEpochEndOffset, FetchableTopicResponse,
+    PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use runnel_log::{LogError, ReadPlan, ReadResult};
@@ -32,7 +37,7 @@ use uuid::Uuid;
 
 use crate::context::Broker;
 use crate::errors::code;
-use crate::partition::{any_progress, FollowerPosition, Partition, Progress};
+use crate::partition::{any_progress, FollowerPosition, Partition, Progress, ReadBound};
 
 /// Bytes of a response that are not records, per partition and per topic (an overestimate),
 /// so the records budget keeps the whole response within `i32::MAX`.
@@ -76,6 +81,8 @@ struct Plan {
     /// Records budget of one response.
     max_bytes: usize,
     min_bytes: usize,
+    /// Fetch v4+ `isolation_level` 1: read_committed (never for followers).
+    read_committed: bool,
     version: i16,
 }
 
@@ -93,6 +100,7 @@ impl Plan {
             }
         };
         let follower = (follower.replica_id >= 0).then_some(follower);
+        let read_committed = follower.is_none() && request.isolation_level == 1;
         let cap_key = if follower.is_some() {
             "replica.fetch.response.max.bytes"
         } else {
@@ -145,7 +153,21 @@ impl Plan {
             follower,
             max_bytes,
             min_bytes,
+            read_committed,
             version,
+        }
+    }
+}
+
+impl Plan {
+    /// Up to where this fetch reads (what its long poll waits for).
+    fn bound(&self) -> ReadBound {
+        if self.follower.is_some() {
+            ReadBound::LogEnd
+        } else if self.read_committed {
+            ReadBound::LastStable
+        } else {
+            ReadBound::HighWatermark
         }
     }
 }
@@ -167,7 +189,7 @@ pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -
         if bytes >= plan.min_bytes || errors || now >= deadline {
             return response;
         }
-        wait_for_news(&mut watched, plan.follower.is_some(), deadline).await;
+        wait_for_news(&mut watched, plan.bound(), deadline).await;
     }
 }
 
@@ -198,14 +220,12 @@ fn watch_partitions(broker: &Broker, plan: &Plan) -> Vec<Watched> {
 /// Sleeps until one of the partitions has something past its fetch offset (or changed
 /// leadership), or the deadline: the offsets are checked on every wake-up before anything is
 /// read, so appends elsewhere, or below what this fetch waits for, cost it nothing.
-async fn wait_for_news(watched: &mut [Watched], follower: bool, deadline: tokio::time::Instant) {
+async fn wait_for_news(watched: &mut [Watched], bound: ReadBound, deadline: tokio::time::Instant) {
     loop {
         // A closed watch is a partition that left this broker: the read reports it.
         let news = watched.iter().any(|w| {
             w.rx.has_changed().is_err()
-                || w.rx
-                    .borrow()
-                    .has_news_for(&w.seen, w.fetch_offset, follower)
+                || w.rx.borrow().has_news_for(&w.seen, w.fetch_offset, bound)
         });
         if news {
             return;
@@ -313,15 +333,23 @@ fn read_partition(
             return answer;
         }
     }
+    // Read before the log lock (lock order); it only grows while this broker leads.
+    let lso = partition.last_stable_offset();
+    let mut aborted = None;
     // Locate under the lock, read without it.
     let located = {
         let log = partition.lock_log();
         let hw = log.high_watermark();
         let upper = if plan.follower.is_some() {
             log.log_end_offset()
+        } else if plan.read_committed {
+            lso.min(hw)
         } else {
             hw
         };
+        if plan.read_committed {
+            aborted = Some(aborted_transactions(&log, fp.fetch_offset, upper));
+        }
         let max = usize::try_from(fp.partition_max_bytes)
             .unwrap_or(0)
             .min(budget);
@@ -355,8 +383,9 @@ fn read_partition(
                 data: PartitionData::default()
                     .with_partition_index(index)
                     .with_high_watermark(read.high_watermark)
-                    .with_last_stable_offset(read.high_watermark)
+                    .with_last_stable_offset(lso.min(read.high_watermark))
                     .with_log_start_offset(read.log_start_offset)
+                    .with_aborted_transactions(aborted)
                     .with_preferred_read_replica(BrokerId(-1))
                     .with_records(Some(read.records)),
                 bytes: n,
@@ -374,6 +403,22 @@ fn read_partition(
             Answer::error(partition_error(index, code::KAFKA_STORAGE_ERROR))
         }
     }
+}
+
+/// The aborted transactions of `from..upper`, as a Fetch response lists them.
+fn aborted_transactions(
+    log: &runnel_log::PartitionLog,
+    from: i64,
+    upper: i64,
+) -> Vec<AbortedTransaction> {
+    log.aborted_txns(from, upper)
+        .into_iter()
+        .map(|t| {
+            AbortedTransaction::default()
+                .with_producer_id(kafka_protocol::messages::ProducerId(t.producer_id))
+                .with_first_offset(t.first_offset)
+        })
+        .collect()
 }
 
 enum Located {

@@ -17,6 +17,7 @@ use super::{str_bytes, topic_name};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 use crate::group_manager::{COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
+use crate::txn_manager::TXN_TOPIC;
 
 const INVALID_REQUEST: i16 = 42;
 
@@ -24,63 +25,116 @@ fn opt(s: &Option<StrBytes>) -> Option<String> {
     s.as_ref().map(|s| s.to_string())
 }
 
-/// Creates `__consumer_offsets` on first use, with `offsets.topic.replication.factor`
-/// replicas. Like Kafka, not before that many brokers are registered and unfenced: a topic
-/// created while the cluster is still starting would keep a smaller RF for good. Meanwhile
-/// FindCoordinator answers COORDINATOR_NOT_AVAILABLE and clients retry.
-async fn ensure_offsets_topic(broker: &Arc<Broker>) {
-    let image = broker.image();
-    if image.topic(OFFSETS_TOPIC).is_some() {
-        return;
-    }
-    let rf = broker.config.offsets_topic_replication_factor();
-    let live = image.live_brokers().count();
-    if live < usize::try_from(rf).unwrap_or(usize::MAX) {
-        tracing::info!(
-            live,
-            required = rf,
-            "not creating __consumer_offsets yet: fewer live brokers than offsets.topic.replication.factor"
-        );
-        return;
-    }
-    let partitions = broker
-        .config
-        .get_i64("offsets.topic.num.partitions", 50)
-        .max(1) as i32;
-    let request = CreateTopicRequest {
-        name: OFFSETS_TOPIC.to_string(),
-        num_partitions: partitions,
-        replication_factor: rf,
-        assignment: Vec::new(),
+/// An internal topic a coordinator keeps its state in.
+struct InternalTopic {
+    name: &'static str,
+    partitions_key: &'static str,
+    replication_key: &'static str,
+    configs: Vec<(String, Option<String>)>,
+}
+
+fn offsets_topic() -> InternalTopic {
+    InternalTopic {
+        name: OFFSETS_TOPIC,
+        partitions_key: "offsets.topic.num.partitions",
+        replication_key: "offsets.topic.replication.factor",
         configs: vec![
             ("cleanup.policy".into(), Some("compact".into())),
             ("segment.bytes".into(), Some("104857600".into())),
             ("compression.type".into(), Some("producer".into())),
         ],
+    }
+}
+
+/// `__transaction_state` as Kafka creates it: compacted, with
+/// `transaction.state.log.min.isr` (at most its replication factor, so a small cluster's
+/// smaller RF can still take acks=all writes) and `transaction.state.log.segment.bytes`.
+fn transaction_topic(broker: &Broker) -> InternalTopic {
+    let rf = broker
+        .config
+        .internal_topic_replication_factor("transaction.state.log.replication.factor");
+    let min_isr = broker
+        .config
+        .get_i64("transaction.state.log.min.isr", 2)
+        .clamp(1, i64::from(rf));
+    let segment = broker
+        .config
+        .get_i64("transaction.state.log.segment.bytes", 104_857_600);
+    InternalTopic {
+        name: TXN_TOPIC,
+        partitions_key: "transaction.state.log.num.partitions",
+        replication_key: "transaction.state.log.replication.factor",
+        configs: vec![
+            ("cleanup.policy".into(), Some("compact".into())),
+            ("segment.bytes".into(), Some(segment.to_string())),
+            ("min.insync.replicas".into(), Some(min_isr.to_string())),
+            ("compression.type".into(), Some("uncompressed".into())),
+            (
+                "unclean.leader.election.enable".into(),
+                Some("false".into()),
+            ),
+        ],
+    }
+}
+
+/// Creates a coordinator's internal topic on first use, with its replication-factor
+/// property's replicas. Like Kafka, not before that many brokers are registered and unfenced:
+/// a topic created while the cluster is still starting would keep a smaller RF for good.
+/// Meanwhile FindCoordinator answers COORDINATOR_NOT_AVAILABLE and clients retry.
+async fn ensure_internal_topic(broker: &Arc<Broker>, topic: InternalTopic) {
+    let image = broker.image();
+    if image.topic(topic.name).is_some() {
+        return;
+    }
+    let rf = broker
+        .config
+        .internal_topic_replication_factor(topic.replication_key);
+    let live = image.live_brokers().count();
+    if live < usize::try_from(rf).unwrap_or(usize::MAX) {
+        tracing::info!(
+            live,
+            required = rf,
+            topic = topic.name,
+            "not creating the internal topic yet: fewer live brokers than its replication factor"
+        );
+        return;
+    }
+    let partitions = broker.config.get_i64(topic.partitions_key, 50).max(1) as i32;
+    let request = CreateTopicRequest {
+        name: topic.name.to_string(),
+        num_partitions: partitions,
+        replication_factor: rf,
+        assignment: Vec::new(),
+        configs: topic.configs,
     };
     match broker.controller.create_topics(vec![request], false).await {
         Ok(outcomes) => {
             for o in outcomes {
                 if let Err(e) = o.result {
                     if e.code != 36 {
-                        tracing::warn!(error = %e.message, "cannot create __consumer_offsets");
+                        tracing::warn!(error = %e.message, topic = topic.name, "cannot create internal topic");
                     }
                 }
             }
         }
-        Err(e) => tracing::warn!(error = %e.message, "cannot create __consumer_offsets"),
+        Err(e) => {
+            tracing::warn!(error = %e.message, topic = topic.name, "cannot create internal topic")
+        }
     }
 }
 
-/// (error, node id, host, port) of the coordinator for `key`.
+/// (error, node id, host, port) of the coordinator for `key`: the leader of its partition of
+/// `__consumer_offsets` (key type 0, a group) or `__transaction_state` (1, a transactional id).
 async fn locate(broker: &Arc<Broker>, key: &str, key_type: i8) -> (i16, i32, String, i32) {
-    if key_type != 0 {
-        // Transactions are not supported yet: no transaction coordinator exists.
-        return (COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1);
-    }
-    ensure_offsets_topic(broker).await;
+    let topic = match key_type {
+        0 => offsets_topic(),
+        1 => transaction_topic(broker),
+        _ => return (INVALID_REQUEST, -1, String::new(), -1),
+    };
+    let name = topic.name;
+    ensure_internal_topic(broker, topic).await;
     let image = broker.image();
-    let Some(topic) = image.topic(OFFSETS_TOPIC) else {
+    let Some(topic) = image.topic(name) else {
         return (COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1);
     };
     let p = runnel_group::partition_for_group(key, topic.partitions.len() as i32);

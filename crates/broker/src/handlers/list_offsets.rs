@@ -1,5 +1,6 @@
-//! ListOffsets (API 2): earliest (-2), latest (-1, the HW for consumers), max timestamp (-3),
-//! or the first offset whose timestamp is at or after the given one.
+//! ListOffsets (API 2): earliest (-2), latest (-1, the HW for consumers; the last stable offset
+//! under `isolation_level` 1, read_committed), max timestamp (-3), or the first offset whose
+//! timestamp is at or after the given one (below the same bound).
 
 use std::sync::Arc;
 
@@ -49,14 +50,21 @@ pub async fn handle(
                     if epoch_error != code::NONE {
                         return failed(index, epoch_error);
                     }
+                    // Read before the log lock (lock order).
+                    let lso = partition.last_stable_offset();
                     let log = partition.lock_log();
+                    let visible = if request.isolation_level == 1 {
+                        lso.min(log.high_watermark())
+                    } else {
+                        log.high_watermark()
+                    };
                     let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
                     let found = match p.timestamp {
                         EARLIEST => Some((log.log_start_offset(), -1, latest_epoch)),
-                        LATEST => Some((log.high_watermark(), -1, latest_epoch)),
+                        LATEST => Some((visible, -1, latest_epoch)),
                         MAX_TIMESTAMP => log.max_timestamp().map(|(ts, off)| (off, ts, latest_epoch)),
                         ts => match log.offset_for_timestamp(ts) {
-                            Ok(found) => found.filter(|(offset, _, _)| *offset < log.high_watermark()),
+                            Ok(found) => found.filter(|(offset, _, _)| *offset < visible),
                             Err(e) => {
                                 tracing::error!(topic = %name, partition = index, error = %e, "timestamp lookup failed");
                                 return failed(index, code::KAFKA_STORAGE_ERROR);

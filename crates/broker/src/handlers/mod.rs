@@ -1,6 +1,8 @@
 //! Request handlers, one module per API family. Each takes the decoded request and returns the
 //! response body; errors inside a response are Kafka error codes, never a closed connection.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod configs;
 pub mod consumer_group;
@@ -9,17 +11,21 @@ pub mod describe_cluster;
 pub mod describe_log_dirs;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
+pub mod describe_transactions;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
 pub mod topics;
+pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;

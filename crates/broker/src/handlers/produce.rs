@@ -2,6 +2,12 @@
 //! `acks` (and after the fsync group commit when `flush.messages` demands it). With acks=all
 //! every partition of the request waits for its replication at once, under one deadline
 //! (Kafka's `DelayedProduce`).
+//!
+//! A transactional batch needs the request's `transactional_id`
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without one, as Kafka) and, unless its producer's
+//! transaction is already open on the partition, the coordinator's word that the transaction
+//! is ongoing with the partition ([`crate::txn_verify`]); all such partitions of a request
+//! are verified in one AddPartitionsToTxn before anything is appended.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,6 +56,7 @@ pub async fn handle(
     // for its replication at the same time, not one after the other.
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+    let refused = verify_transactional(broker, &request).await;
     let mut names = Vec::with_capacity(request.topic_data.len());
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
@@ -57,7 +64,14 @@ pub async fn handle(
         let appended = topic
             .partition_data
             .into_iter()
-            .map(|data| (data.index, append(broker, &name, data, acks, version)))
+            .map(|data| {
+                let index = data.index;
+                let slot = match refused.get(&(name.clone(), index)) {
+                    Some(&(code, message)) => Slot::Answered(error(index, code, message)),
+                    None => append(broker, &name, data, acks, version),
+                };
+                (index, slot)
+            })
             .collect();
         names.push(topic.name);
         slots.push(appended);
@@ -81,6 +95,67 @@ pub async fn handle(
         })
         .collect();
     fit_to_version(ProduceResponse::default().with_responses(topics), version)
+}
+
+/// The producer of the first batch of `records` if it is transactional: (id, epoch).
+fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
+    BatchHeader::parse(records)
+        .ok()
+        .filter(|h| h.is_transactional() && !h.is_control())
+        .map(|h| (h.producer_id, h.producer_epoch))
+}
+
+/// The partitions of `request` whose transactional batch may not be appended, with the
+/// produce error: no transactional id, or the coordinator did not confirm the transaction.
+async fn verify_transactional(
+    broker: &Arc<Broker>,
+    request: &ProduceRequest,
+) -> std::collections::BTreeMap<(String, i32), (i16, &'static str)> {
+    let mut refused = std::collections::BTreeMap::new();
+    let mut wanted: Option<crate::txn_verify::Verify> = None;
+    for topic in &request.topic_data {
+        let name = topic.name.0.to_string();
+        for data in &topic.partition_data {
+            let Some((producer_id, producer_epoch)) =
+                data.records.as_deref().and_then(transactional_producer)
+            else {
+                continue;
+            };
+            let key = (name.clone(), data.index);
+            let Some(tid) = request.transactional_id.as_ref() else {
+                let why = "transactional records need a transactional id";
+                refused.insert(key, (code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, why));
+                continue;
+            };
+            let open = broker
+                .replicas
+                .get(&name, data.index)
+                .is_some_and(|p| p.in_transaction(producer_id));
+            if open {
+                continue;
+            }
+            let v = wanted.get_or_insert_with(|| crate::txn_verify::Verify {
+                transactional_id: tid.0.to_string(),
+                producer_id,
+                producer_epoch,
+                partitions: Default::default(),
+            });
+            v.partitions
+                .entry(name.clone())
+                .or_default()
+                .push(data.index);
+        }
+    }
+    if let Some(v) = wanted {
+        let image = broker.image();
+        for (key, verification) in crate::txn_verify::verify(&image, &v).await {
+            if verification != code::NONE {
+                let why = "the transaction coordinator did not confirm an ongoing transaction with this partition";
+                refused.insert(key, (crate::txn_verify::produce_error(verification), why));
+            }
+        }
+    }
+    refused
 }
 
 /// Validates and appends one partition's records as the leader.
@@ -170,31 +245,8 @@ async fn complete(
         let replicated = partition
             .wait_replicated(appended.last_offset + 1, appended.leader_epoch, deadline)
             .await;
-        match replicated {
-            Replicated::Done => {}
-            Replicated::TimedOut => {
-                return error(
-                    index,
-                    code::REQUEST_TIMED_OUT,
-                    "the in-sync replicas did not confirm the write in time",
-                )
-            }
-            Replicated::LeadershipMoved => {
-                return error(
-                    index,
-                    code::NOT_LEADER_OR_FOLLOWER,
-                    "the leadership moved before the in-sync replicas confirmed the write",
-                )
-            }
-            // Written and replicated, but the ISR shrank below the minimum meanwhile (spec
-            // E.4): the client learns its durability guarantee was not met.
-            Replicated::NotEnoughReplicasAfterAppend => {
-                return error(
-                    index,
-                    code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                    "the in-sync replica set shrank below min.insync.replicas after the append",
-                )
-            }
+        if let Some((code, message)) = replicated_error(replicated) {
+            return error(index, code, message);
         }
     }
     PartitionProduceResponse::default()
@@ -202,6 +254,28 @@ async fn complete(
         .with_base_offset(appended.base_offset)
         .with_log_append_time_ms(appended.log_append_time)
         .with_log_start_offset(appended.log_start_offset)
+}
+
+/// The Kafka error of an acks=all wait that did not end in `Done` (Produce and the
+/// WriteTxnMarkers the coordinator sends, both acks=all).
+pub(crate) fn replicated_error(replicated: Replicated) -> Option<(i16, &'static str)> {
+    match replicated {
+        Replicated::Done => None,
+        Replicated::TimedOut => Some((
+            code::REQUEST_TIMED_OUT,
+            "the in-sync replicas did not confirm the write in time",
+        )),
+        Replicated::LeadershipMoved => Some((
+            code::NOT_LEADER_OR_FOLLOWER,
+            "the leadership moved before the in-sync replicas confirmed the write",
+        )),
+        // Written and replicated, but the ISR shrank below the minimum meanwhile (spec E.4):
+        // the client learns its durability guarantee was not met.
+        Replicated::NotEnoughReplicasAfterAppend => Some((
+            code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            "the in-sync replica set shrank below min.insync.replicas after the append",
+        )),
+    }
 }
 
 /// Clears fields the negotiated version does not carry (the encoder rejects them).

@@ -13,7 +13,7 @@
 mod codec;
 mod offset_map;
 mod plan;
-mod records;
+pub(crate) mod records;
 mod rewrite;
 pub(crate) mod swap;
 

@@ -12,6 +12,8 @@ mod open;
 mod read;
 mod retention;
 mod truncate;
+mod txn_index;
+pub(crate) use txn_index::TXN_INDEX_SUFFIX;
 
 #[cfg(test)]
 pub(crate) mod fault_tests;
@@ -91,6 +93,8 @@ pub struct PartitionLog {
     /// Earliest delete horizon of a cleaned batch that still holds tombstones, as far as this
     /// process knows: once it passes, the log needs a pass even without dirty data.
     earliest_tombstone_horizon: Option<i64>,
+    /// Aborted transactions of the `.txnindex` files, sorted by marker offset.
+    aborted: Vec<crate::txn::AbortedTxn>,
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,

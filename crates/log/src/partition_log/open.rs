@@ -69,7 +69,12 @@ impl PartitionLog {
             if cut {
                 for &later in &bases[i + 1..] {
                     tracing::warn!(dir = %dir.display(), base = later, "deleting segment after a truncated one");
-                    for suffix in ["log", INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                    for suffix in [
+                        "log",
+                        INDEX_SUFFIX,
+                        TIME_INDEX_SUFFIX,
+                        super::TXN_INDEX_SUFFIX,
+                    ] {
                         remove_if_exists(&segment_path(&dir, later, suffix))?;
                     }
                 }
@@ -93,7 +98,9 @@ impl PartitionLog {
         };
         epochs.truncate_from_end(leo)?;
         epochs.truncate_from_start(log_start_offset)?;
-        Ok(PartitionLog {
+        let kept: Vec<i64> = segments.iter().map(|s| s.base_offset()).collect();
+        let aborted = super::txn_index::load(&dir, &kept);
+        let mut log = PartitionLog {
             dir,
             config,
             segments,
@@ -103,10 +110,14 @@ impl PartitionLog {
             epochs,
             cleaner_checkpoint: 0,
             earliest_tombstone_horizon: None,
+            aborted,
             pending_deletes: Vec::new(),
             closed: false,
             failed: Default::default(),
-        })
+        };
+        // Recovery may have cut markers the index still lists.
+        log.truncate_txn_index()?;
+        Ok(log)
     }
 
     /// Removes leftover and orphan files, returns the base offsets of the `.log` files.
@@ -121,7 +132,10 @@ impl PartitionLog {
                 remove_if_exists(&entry.path())?;
             } else if let Some(base) = parse_log_file_name(name) {
                 bases.insert(base);
-            } else if name.ends_with(".index") || name.ends_with(".timeindex") {
+            } else if name.ends_with(".index")
+                || name.ends_with(".timeindex")
+                || name.ends_with(".txnindex")
+            {
                 index_files.push((name.to_string(), entry.path()));
             }
         }

@@ -102,6 +102,7 @@ impl PartitionLog {
         for seg in &removed {
             self.schedule_delete(seg)?;
         }
+        self.drop_deleted_txn_entries();
         let first_base = self.segments[0].base_offset();
         if first_base > self.log_start_offset {
             self.log_start_offset = first_base;

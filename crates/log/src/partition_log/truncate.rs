@@ -42,7 +42,7 @@ impl PartitionLog {
         self.recovery_point = self.recovery_point.min(leo);
         self.cleaner_checkpoint = self.cleaner_checkpoint.min(leo);
         self.epochs.truncate_from_end(leo)?;
-        Ok(())
+        self.truncate_txn_index()
     }
 
     /// Empties the log and restarts it at `offset` (Kafka's `truncateFullyAndStartAt`): for a
@@ -68,6 +68,7 @@ impl PartitionLog {
         self.recovery_point = base;
         self.cleaner_checkpoint = base;
         self.epochs.truncate_from_end(0)?;
+        self.aborted.clear();
         Ok(())
     }
 }

@@ -83,7 +83,12 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
+    ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
+    ("transaction.state.log.min.isr", Int, "The min.insync.replicas of __transaction_state."),
+    ("transaction.state.log.num.partitions", Int, "The number of partitions of __transaction_state."),
     ("transaction.state.log.replication.factor", Short, "The replication factor of __transaction_state."),
+    ("transaction.state.log.segment.bytes", Int, "The segment.bytes of __transaction_state."),
+    ("transactional.id.expiration.ms", Int, "How long a transactional id is kept after its last transaction."),
     ("unclean.leader.election.enable", Boolean, "The default unclean.leader.election.enable of topics."),
 ];
 

@@ -1,0 +1,37 @@
+//! AddOffsetsToTxn (API 25): the group's `__consumer_offsets` partition (Java's hash of the
+//! group id, the same rule FindCoordinator uses) joins the transaction, so its
+//! TxnOffsetCommit records get the transaction's marker.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+use runnel_txn::{errors, TopicPartition};
+
+use crate::context::Broker;
+use crate::group_manager::{COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
+use crate::txn_manager::Producer;
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    request: AddOffsetsToTxnRequest,
+    version: i16,
+) -> AddOffsetsToTxnResponse {
+    let partitions = broker
+        .image()
+        .topic(OFFSETS_TOPIC)
+        .map_or(0, |t| i32::try_from(t.partitions.len()).unwrap_or(0));
+    let code = if partitions == 0 {
+        // The group coordinator's topic does not exist yet; the client retries.
+        COORDINATOR_NOT_AVAILABLE
+    } else {
+        let partition = runnel_group::partition_for_group(request.group_id.0.as_str(), partitions);
+        let who = Producer {
+            transactional_id: request.transactional_id.0.to_string(),
+            producer_id: request.producer_id.0,
+            producer_epoch: request.producer_epoch,
+        };
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        broker.txns.add_partitions(who, vec![tp]).await
+    };
+    AddOffsetsToTxnResponse::default().with_error_code(errors::for_version(code, version, 2))
+}
