@@ -12,7 +12,9 @@ import struct
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from clients import OP_TIMEOUT, ck_conf, create_topic, unique_topic
+from clients import OP_TIMEOUT, admin, ck_conf, create_topic, unique_topic
+from cluster import Cluster
+from conftest import _use
 from harness import wait_until
 
 
@@ -69,9 +71,9 @@ class _Reader:
             self.off += self.uvarint()
 
 
-def _request(broker, api_key, version, body):
-    """A flexible request (header v2) and its body after the response header v1."""
-    host, port = broker.bootstrap.split(":")
+def _request(address, api_key, version, body):
+    """A flexible request (header v2) to `host:port`; its body after the response header v1."""
+    host, port = address.split(":")
     header = struct.pack(">hhih", api_key, version, 7, 6) + b"txtest" + b"\x00"
     payload = header + body
     with socket.create_connection((host, int(port)), timeout=10) as s:
@@ -88,10 +90,10 @@ def _request(broker, api_key, version, body):
     return r
 
 
-def describe(broker, txn_id):
+def describe(address, txn_id):
     """DescribeTransactions v0 for one id: (error, state, producer id, epoch, partitions)."""
     body = _uvarint(2) + _compact_str(txn_id) + b"\x00"
-    r = _request(broker, 65, 0, body)
+    r = _request(address, 65, 0, body)
     r.take(">i")
     assert r.uvarint() == 2
     error = r.take(">h")
@@ -110,10 +112,10 @@ def describe(broker, txn_id):
     return error, state, pid, epoch, sorted(partitions)
 
 
-def list_transactions(broker, states=()):
+def list_transactions(address, states=()):
     """ListTransactions v0: {transactional id: state}."""
     body = _uvarint(len(states) + 1) + b"".join(_compact_str(s) for s in states) + _uvarint(1) + b"\x00"
-    r = _request(broker, 66, 0, body)
+    r = _request(address, 66, 0, body)
     r.take(">i")
     assert r.take(">h") == 0
     for _ in range(r.uvarint() - 1):
@@ -127,9 +129,9 @@ def list_transactions(broker, states=()):
     return out
 
 
-def _wait_state(broker, txn_id, state):
-    wait_until(lambda: describe(broker, txn_id)[1] == state, OP_TIMEOUT, interval=0.1,
-               desc=f"{txn_id} to reach {state} (now {describe(broker, txn_id)})")
+def _wait_state(address, txn_id, state):
+    wait_until(lambda: describe(address, txn_id)[1] == state, OP_TIMEOUT, interval=0.1,
+               desc=f"{txn_id} to reach {state}")
 
 
 def _send(p, topic, n, tag):
@@ -149,31 +151,31 @@ def test_commit_abort_and_transactions_in_a_row(txn_broker):
     txn_id = unique_topic("txn-id")
     p = _producer(txn_broker, txn_id)
     p.init_transactions(OP_TIMEOUT)
-    error, state, pid, epoch, _ = describe(txn_broker, txn_id)
+    error, state, pid, epoch, _ = describe(txn_broker.bootstrap, txn_id)
     assert (error, state, epoch) == (0, "Empty", 0) and pid >= 0
 
     p.begin_transaction()
     _send(p, topic, 10, "a")
-    error, state, _, _, partitions = describe(txn_broker, txn_id)
+    error, state, _, _, partitions = describe(txn_broker.bootstrap, txn_id)
     assert (error, state) == (0, "Ongoing")
     assert {t for t, _ in partitions} == {topic}
-    assert list_transactions(txn_broker, ["Ongoing"]).get(txn_id) == "Ongoing"
+    assert list_transactions(txn_broker.bootstrap, ["Ongoing"]).get(txn_id) == "Ongoing"
     p.commit_transaction(OP_TIMEOUT)
-    _wait_state(txn_broker, txn_id, "CompleteCommit")
-    assert describe(txn_broker, txn_id)[4] == [], "a complete transaction holds no partitions"
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
+    assert describe(txn_broker.bootstrap, txn_id)[4] == [], "a complete transaction holds no partitions"
 
     # The next transactions start as soon as the markers are written.
     p.begin_transaction()
     _send(p, topic, 5, "b")
     p.abort_transaction(OP_TIMEOUT)
-    _wait_state(txn_broker, txn_id, "CompleteAbort")
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteAbort")
     p.begin_transaction()
     _send(p, topic, 5, "c")
     p.commit_transaction(OP_TIMEOUT)
-    _wait_state(txn_broker, txn_id, "CompleteCommit")
-    assert describe(txn_broker, txn_id)[3] == 0, "the epoch stays within one producer session"
-    assert list_transactions(txn_broker).get(txn_id) == "CompleteCommit"
-    assert txn_id not in list_transactions(txn_broker, ["Ongoing"])
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
+    assert describe(txn_broker.bootstrap, txn_id)[3] == 0, "the epoch stays within one producer session"
+    assert list_transactions(txn_broker.bootstrap).get(txn_id) == "CompleteCommit"
+    assert txn_id not in list_transactions(txn_broker.bootstrap, ["Ongoing"])
 
 
 def test_a_second_producer_fences_the_first(txn_broker):
@@ -183,12 +185,12 @@ def test_a_second_producer_fences_the_first(txn_broker):
     first.init_transactions(OP_TIMEOUT)
     first.begin_transaction()
     _send(first, topic, 3, "old")
-    assert describe(txn_broker, txn_id)[1] == "Ongoing"
+    assert describe(txn_broker.bootstrap, txn_id)[1] == "Ongoing"
 
     # The second producer's InitProducerId aborts the open transaction and bumps the epoch.
     second = _producer(txn_broker, txn_id)
     second.init_transactions(OP_TIMEOUT)
-    error, state, _, epoch, _ = describe(txn_broker, txn_id)
+    error, state, _, epoch, _ = describe(txn_broker.bootstrap, txn_id)
     assert (error, state, epoch) == (0, "Empty", 2), "fence (+1) then the new session (+1)"
     with pytest.raises(KafkaException) as raised:
         first.commit_transaction(OP_TIMEOUT)
@@ -197,7 +199,7 @@ def test_a_second_producer_fences_the_first(txn_broker):
     second.begin_transaction()
     _send(second, topic, 3, "new")
     second.commit_transaction(OP_TIMEOUT)
-    _wait_state(txn_broker, txn_id, "CompleteCommit")
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
 
 
 def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_broker):
@@ -207,10 +209,10 @@ def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_broker):
     p.init_transactions(OP_TIMEOUT)
     p.begin_transaction()
     _send(p, topic, 3, "late")
-    _, _, _, epoch, _ = describe(txn_broker, txn_id)
+    _, _, _, epoch, _ = describe(txn_broker.bootstrap, txn_id)
     # The coordinator aborts it (epoch + 1: the producer is fenced) without any client call.
-    _wait_state(txn_broker, txn_id, "CompleteAbort")
-    assert describe(txn_broker, txn_id)[3] == epoch + 1
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteAbort")
+    assert describe(txn_broker.bootstrap, txn_id)[3] == epoch + 1
     with pytest.raises(KafkaException):
         p.commit_transaction(OP_TIMEOUT)
 
@@ -226,4 +228,46 @@ def test_unknown_ids_are_not_found(txn_broker):
     # FindCoordinator(TRANSACTION) creates __transaction_state; wait until this broker leads it.
     p = _producer(txn_broker, unique_topic("txn-boot"))
     p.init_transactions(OP_TIMEOUT)
-    assert describe(txn_broker, "never-used")[0] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    assert describe(txn_broker.bootstrap, "never-used")[0] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+
+
+def _coordinator(cluster, txn_id):
+    """The node whose DescribeTransactions knows `txn_id` (the others: NOT_COORDINATOR)."""
+    def find():
+        for i in cluster.alive():
+            try:
+                if describe(cluster.node(i).address, txn_id)[0] == 0:
+                    return i
+            except OSError:
+                pass
+        return None
+    return wait_until(find, OP_TIMEOUT, interval=0.2, desc=f"the coordinator of {txn_id}")
+
+
+@pytest.mark.slow
+def test_a_new_coordinator_finishes_the_transaction_after_kill_9(tmp_path, request):
+    """3 nodes, RF 3: the coordinator of an open transaction is killed -9; the leader that takes
+    over its __transaction_state partition loads the transaction from the replicated log, and
+    the producer's commit completes through it."""
+    cluster = Cluster(tmp_path / "cluster", 3)
+    for node in cluster.nodes.values():
+        _use(request, node)
+    cluster.start()
+    cluster.wait_all_brokers(admin(cluster.bootstrap))
+    topic = create_topic(cluster.bootstrap, unique_topic("txk"), 3, replication_factor=3)
+    txn_id = unique_topic("txn-kill")
+    conf = ck_conf(cluster.bootstrap, **{"transactional.id": txn_id, "transaction.timeout.ms": 60000})
+    p = Producer(conf)
+    p.init_transactions(OP_TIMEOUT)
+    p.begin_transaction()
+    _send(p, topic, 30, "k")
+    coordinator = _coordinator(cluster, txn_id)
+    assert describe(cluster.node(coordinator).address, txn_id)[1] == "Ongoing"
+    cluster.kill9(coordinator)
+    new = wait_until(lambda: (c := _coordinator(cluster, txn_id)) != coordinator and c, OP_TIMEOUT,
+                     interval=0.2, desc="a new coordinator")
+    assert describe(cluster.node(new).address, txn_id)[1] == "Ongoing", "loaded from the log"
+    p.commit_transaction(OP_TIMEOUT)
+    wait_until(lambda: describe(cluster.node(_coordinator(cluster, txn_id)).address, txn_id)[1]
+               == "CompleteCommit", OP_TIMEOUT, interval=0.2, desc="CompleteCommit")
+    cluster.stop_all()
