@@ -42,6 +42,8 @@ enum Command {
     MetadataQuorum(cmd::metadata_quorum::MetadataQuorumArgs),
     /// Show the metadata as ZooKeeper's tree, or the partition/replica state-change log.
     Metadata(cmd::metadata::MetadataArgs),
+    /// List and describe transactions (kafka-transactions.sh list / describe).
+    Transactions(cmd::transactions::TransactionsArgs),
     /// Run a local cluster of combined broker+controller nodes until Ctrl-C.
     DevCluster(cmd::dev_cluster::DevClusterArgs),
 }
@@ -74,6 +76,7 @@ async fn main() -> ExitCode {
         Command::MetadataQuorum(args) => cmd::metadata_quorum::run(args).await,
         Command::Metadata(args) => cmd::metadata::run(args).await,
         Command::DevCluster(args) => cmd::dev_cluster::run(args).await,
+        Command::Transactions(args) => cmd::transactions::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
