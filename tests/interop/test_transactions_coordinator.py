@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -15,7 +16,7 @@ from confluent_kafka import KafkaException, Producer
 from clients import OP_TIMEOUT, admin, ck_conf, create_topic, unique_topic
 from cluster import Cluster
 from conftest import _use
-from harness import wait_until
+from harness import RUNNEL_BIN, wait_until
 
 
 def _producer(broker, txn_id, **extra):
@@ -176,6 +177,19 @@ def test_commit_abort_and_transactions_in_a_row(txn_broker):
     assert describe(txn_broker.bootstrap, txn_id)[3] == 0, "the epoch stays within one producer session"
     assert list_transactions(txn_broker.bootstrap).get(txn_id) == "CompleteCommit"
     assert txn_id not in list_transactions(txn_broker.bootstrap, ["Ongoing"])
+
+    # kafka-transactions.sh's list / describe, as `runnel transactions`.
+    def tool(*args):
+        out = subprocess.run([RUNNEL_BIN, "transactions", "--bootstrap-server", txn_broker.bootstrap,
+                              *args], capture_output=True, text=True, timeout=60, check=True)
+        return [line.split() for line in out.stdout.splitlines()]
+    listed = tool("list")
+    assert listed[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert [txn_id, "1", str(pid), "CompleteCommit"] in listed[1:]
+    described = tool("describe", "--transactional-id", txn_id)
+    assert described[0][:5] == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
+                                "TransactionState"]
+    assert described[1][1:5] == [txn_id, str(pid), "0", "CompleteCommit"]
 
 
 def test_a_second_producer_fences_the_first(txn_broker):
