@@ -227,6 +227,12 @@ requests!(
     ListPartitionReassignments,
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
+    AddPartitionsToTxn,
+    AddOffsetsToTxn,
+    EndTxn,
+    DescribeTransactions,
+    ListTransactions,
+    WriteTxnMarkers,
 );
 
 fn name(s: &'static str) -> TopicName {
