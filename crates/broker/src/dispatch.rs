@@ -56,7 +56,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
-    (ApiKey::WriteTxnMarkers, 0, 1),
+    // v1 only: kafka-protocol (like Kafka 4.0, KIP-896) has no v0 of WriteTxnMarkers.
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
