@@ -58,6 +58,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::EndTxn, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    // v1 only: kafka-protocol (like Kafka 4.0, KIP-896) has no v0 of WriteTxnMarkers.
     (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 

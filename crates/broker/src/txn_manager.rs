@@ -263,7 +263,10 @@ impl TxnManager {
             self.image.clone(),
             led.cancelled.clone(),
             move |job| {
-                let _ = tx.try_send(Command::MarkersDone(partition, job));
+                // Never dropped on a full queue: the transaction would stay in Prepare*.
+                tokio::spawn(async move {
+                    let _ = tx.send(Command::MarkersDone(partition, job)).await;
+                });
             },
         );
     }

@@ -63,6 +63,24 @@ fn broker() -> &'static InProcessBroker {
 
 /// The request type of an API key name.
 macro_rules! paste_request {
+    (AddPartitionsToTxn) => {
+        AddPartitionsToTxnRequest
+    };
+    (AddOffsetsToTxn) => {
+        AddOffsetsToTxnRequest
+    };
+    (EndTxn) => {
+        EndTxnRequest
+    };
+    (DescribeTransactions) => {
+        DescribeTransactionsRequest
+    };
+    (ListTransactions) => {
+        ListTransactionsRequest
+    };
+    (WriteTxnMarkers) => {
+        WriteTxnMarkersRequest
+    };
     (Produce) => {
         ProduceRequest
     };
@@ -164,24 +182,6 @@ macro_rules! paste_request {
     };
     (DescribeTopicPartitions) => {
         DescribeTopicPartitionsRequest
-    };
-    (AddPartitionsToTxn) => {
-        AddPartitionsToTxnRequest
-    };
-    (AddOffsetsToTxn) => {
-        AddOffsetsToTxnRequest
-    };
-    (EndTxn) => {
-        EndTxnRequest
-    };
-    (DescribeTransactions) => {
-        DescribeTransactionsRequest
-    };
-    (ListTransactions) => {
-        ListTransactionsRequest
-    };
-    (WriteTxnMarkers) => {
-        WriteTxnMarkersRequest
     };
 }
 

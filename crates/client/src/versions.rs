@@ -50,6 +50,9 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ElectLeaders => (0, 2),
         ApiKey::AlterPartitionReassignments => (0, 1),
         ApiKey::ListPartitionReassignments => (0, 0),
+        // Transaction administration (kafka-transactions.sh list / describe).
+        ApiKey::DescribeTransactions => (0, 0),
+        ApiKey::ListTransactions => (0, 1),
         _ => return None,
     })
 }

@@ -42,6 +42,8 @@ enum Command {
     MetadataQuorum(cmd::metadata_quorum::MetadataQuorumArgs),
     /// Show the metadata as ZooKeeper's tree, or the partition/replica state-change log.
     Metadata(cmd::metadata::MetadataArgs),
+    /// List and describe transactions (kafka-transactions.sh list / describe).
+    Transactions(cmd::transactions::TransactionsArgs),
     /// Run a local cluster of combined broker+controller nodes until Ctrl-C.
     DevCluster(cmd::dev_cluster::DevClusterArgs),
     /// Print partition offsets: latest, earliest, max timestamp or by time (kafka-get-offsets.sh).
@@ -83,6 +85,7 @@ async fn main() -> ExitCode {
         Command::GetOffsets(args) => cmd::get_offsets::run(args).await,
         Command::DeleteRecords(args) => cmd::delete_records::run(args).await,
         Command::LogDirs(args) => cmd::log_dirs::run(args).await,
+        Command::Transactions(args) => cmd::transactions::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

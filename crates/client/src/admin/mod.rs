@@ -14,6 +14,7 @@ mod quorum;
 mod reassignments;
 pub mod runnel_metadata;
 mod topics;
+mod transactions;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use runnel_metadata::{
     MetadataTree, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition, TreeTopic,
 };
 pub use topics::{NewPartitions, NewTopic};
+pub use transactions::{TransactionDescription, TransactionListing};
 
 use crate::client::Client;
 

@@ -45,12 +45,21 @@ impl CoordinatorInfo {
     }
 }
 
-/// One FindCoordinator round trip (key type 0, group), at the negotiated version: v0-v3 send
-/// one key, v4 batches keys and answers per key.
+/// One FindCoordinator round trip for a group (key type 0).
 pub async fn find_once(client: &Client, group: &str) -> Result<CoordinatorInfo> {
+    find_key_once(client, group, 0).await
+}
+
+/// One FindCoordinator round trip for `key` of `key_type` (0 group, 1 transactional id), at
+/// the negotiated version: v0-v3 send one key, v4 batches keys and answers per key.
+pub async fn find_key_once(client: &Client, key: &str, key_type: i8) -> Result<CoordinatorInfo> {
+    let group = key;
     let conn = client.any_connection().await?;
     let version = conn.negotiated::<FindCoordinatorRequest>()?;
     let mut req = FindCoordinatorRequest::default();
+    if version >= 1 {
+        req.key_type = key_type;
+    }
     if version >= 4 {
         req.coordinator_keys = vec![StrBytes::from_string(group.to_owned())];
     } else {

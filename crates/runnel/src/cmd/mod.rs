@@ -18,6 +18,7 @@ pub mod reassign;
 pub mod topic_filter;
 pub mod topic_id;
 pub mod topics;
+pub mod transactions;
 
 use std::sync::Arc;
 

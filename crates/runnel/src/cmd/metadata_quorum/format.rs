@@ -90,7 +90,7 @@ pub fn replication_text(info: &QuorumInfo, now_ms: Option<i64>) -> Result<String
 
 /// Kafka's `ToolsUtils.prettyPrintTable`: every cell left-justified to its column's widest
 /// value and followed by a tab, the last one included.
-fn pretty_table<const N: usize>(headers: &[String; N], rows: &[[String; N]]) -> String {
+pub(crate) fn pretty_table<const N: usize>(headers: &[String; N], rows: &[[String; N]]) -> String {
     let mut widths = headers.clone().map(|h| h.chars().count());
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -2,7 +2,7 @@
 //! from DescribeQuorum (API 55). Kafka's spelling (`describe` as a word) is accepted next to
 //! `--describe`, so commands copied from Kafka's documentation work unchanged.
 
-mod format;
+pub(crate) mod format;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,0 +1,113 @@
+//! Transaction administration (what kafka-transactions.sh's `list` and `describe` use):
+//! ListTransactions from every broker (each knows only the transactional ids it coordinates),
+//! DescribeTransactions at the id's transaction coordinator (FindCoordinator key type 1).
+
+use kafka_protocol::messages::{
+    DescribeTransactionsRequest, ListTransactionsRequest, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::Admin;
+use crate::error::{ClientError, Result};
+use crate::group::coordinator::{find_key_once, is_coordinator_error, shared_connection};
+use crate::group::TopicPartition;
+
+/// One row of ListTransactions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionListing {
+    pub transactional_id: String,
+    /// The broker that listed it (its coordinator).
+    pub coordinator: i32,
+    pub producer_id: i64,
+    pub state: String,
+}
+
+/// A DescribeTransactions answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionDescription {
+    pub coordinator: i32,
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub state: String,
+    pub timeout_ms: i32,
+    /// -1: no transaction open.
+    pub start_ms: i64,
+    pub partitions: Vec<TopicPartition>,
+}
+
+impl Admin {
+    /// The transactions of every broker, optionally only those in `states`.
+    pub async fn list_transactions(&self, states: &[String]) -> Result<Vec<TransactionListing>> {
+        let meta = self.client.refresh_metadata(Some(&[])).await?;
+        let mut out = Vec::new();
+        for broker in meta.brokers.keys() {
+            let listed = self
+                .client
+                .retry(
+                    &format!("ListTransactions from broker {broker}"),
+                    || async {
+                        let conn = self.client.broker_connection(*broker).await?;
+                        let req = ListTransactionsRequest::default().with_state_filters(
+                            states
+                                .iter()
+                                .map(|s| StrBytes::from_string(s.clone()))
+                                .collect(),
+                        );
+                        let resp = conn.send(&req).await?;
+                        ClientError::check(resp.error_code, None)?;
+                        Ok(resp.transaction_states)
+                    },
+                )
+                .await?;
+            out.extend(listed.into_iter().map(|t| TransactionListing {
+                transactional_id: t.transactional_id.0.to_string(),
+                coordinator: *broker,
+                producer_id: t.producer_id.0,
+                state: t.transaction_state.to_string(),
+            }));
+        }
+        out.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        Ok(out)
+    }
+
+    /// DescribeTransactions of one transactional id at its coordinator.
+    pub async fn describe_transaction(&self, id: &str) -> Result<TransactionDescription> {
+        self.client
+            .retry(&format!("DescribeTransactions of '{id}'"), || async {
+                let info = find_key_once(&self.client, id, 1).await?;
+                let conn = shared_connection(&self.client, &info).await?;
+                let req = DescribeTransactionsRequest::default().with_transactional_ids(vec![
+                    TransactionalId(StrBytes::from_string(id.to_owned())),
+                ]);
+                let resp = conn.send(&req).await?;
+                let state = resp.transaction_states.into_iter().next().ok_or_else(|| {
+                    ClientError::Protocol("DescribeTransactions response without states".into())
+                })?;
+                if is_coordinator_error(state.error_code) {
+                    return Err(ClientError::kafka(state.error_code, None));
+                }
+                ClientError::check(state.error_code, Some(&format!("transactional id '{id}'")))?;
+                Ok(TransactionDescription {
+                    coordinator: info.node_id,
+                    transactional_id: state.transactional_id.0.to_string(),
+                    producer_id: state.producer_id.0,
+                    producer_epoch: state.producer_epoch,
+                    state: state.transaction_state.to_string(),
+                    timeout_ms: state.transaction_timeout_ms,
+                    start_ms: state.transaction_start_time_ms,
+                    partitions: state
+                        .topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partitions.iter().map(|p| TopicPartition {
+                                topic: t.topic.0.to_string(),
+                                partition: *p,
+                            })
+                        })
+                        .collect(),
+                })
+            })
+            .await
+    }
+}

@@ -1,0 +1,141 @@
+//! `runnel transactions`: kafka-transactions.sh's `list` and `describe --transactional-id`,
+//! with Kafka's column names and table layout (`ToolsUtils.prettyPrintTable`).
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use runnel_client::admin::{TransactionDescription, TransactionListing};
+use runnel_client::Admin;
+
+use super::metadata_quorum::format::pretty_table;
+
+#[derive(Debug, Args)]
+pub struct TransactionsArgs {
+    /// Broker to bootstrap from (host:port[,host:port...]).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bootstrap_server: String,
+    #[command(subcommand)]
+    pub command: TransactionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TransactionsCommand {
+    /// List the transactions of every broker.
+    List,
+    /// Describe one transactional id at its coordinator.
+    Describe {
+        #[arg(long, value_name = "ID")]
+        transactional_id: String,
+    },
+}
+
+pub async fn run(args: TransactionsArgs) -> Result<()> {
+    let admin = Admin::new(super::connect(&args.bootstrap_server).await?);
+    let out = match args.command {
+        TransactionsCommand::List => list_table(&admin.list_transactions(&[]).await?),
+        TransactionsCommand::Describe { transactional_id } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            describe_table(&admin.describe_transaction(&transactional_id).await?, now)
+        }
+    };
+    print!("{out}");
+    Ok(())
+}
+
+fn list_table(rows: &[TransactionListing]) -> String {
+    let headers = [
+        "TransactionalId",
+        "Coordinator",
+        "ProducerId",
+        "TransactionState",
+    ]
+    .map(str::to_owned);
+    let rows: Vec<[String; 4]> = rows
+        .iter()
+        .map(|t| {
+            [
+                t.transactional_id.clone(),
+                t.coordinator.to_string(),
+                t.producer_id.to_string(),
+                t.state.clone(),
+            ]
+        })
+        .collect();
+    pretty_table(&headers, &rows)
+}
+
+fn describe_table(t: &TransactionDescription, now_ms: i64) -> String {
+    let headers = [
+        "CoordinatorId",
+        "TransactionalId",
+        "ProducerId",
+        "ProducerEpoch",
+        "TransactionState",
+        "TransactionTimeoutMs",
+        "CurrentTransactionStartTimeMs",
+        "TransactionDurationMs",
+        "TopicPartitions",
+    ]
+    .map(str::to_owned);
+    // Kafka prints "None" when no transaction is open.
+    let (start, duration) = if t.start_ms < 0 {
+        ("None".to_string(), "None".to_string())
+    } else {
+        (t.start_ms.to_string(), (now_ms - t.start_ms).to_string())
+    };
+    let partitions: Vec<String> = t
+        .partitions
+        .iter()
+        .map(|p| format!("{}-{}", p.topic, p.partition))
+        .collect();
+    let row = [
+        t.coordinator.to_string(),
+        t.transactional_id.clone(),
+        t.producer_id.to_string(),
+        t.producer_epoch.to_string(),
+        t.state.clone(),
+        t.timeout_ms.to_string(),
+        start,
+        duration,
+        partitions.join(","),
+    ];
+    pretty_table(&headers, &[row])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runnel_client::TopicPartition;
+
+    #[test]
+    fn describe_prints_kafkas_columns() {
+        let t = TransactionDescription {
+            coordinator: 1,
+            transactional_id: "tx".into(),
+            producer_id: 7,
+            producer_epoch: 2,
+            state: "Ongoing".into(),
+            timeout_ms: 60000,
+            start_ms: 1000,
+            partitions: vec![TopicPartition {
+                topic: "a".into(),
+                partition: 0,
+            }],
+        };
+        let out = describe_table(&t, 1500);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("CoordinatorId\tTransactionalId\tProducerId\t"));
+        let cells: Vec<&str> = lines[1].split('\t').map(str::trim).collect();
+        assert_eq!(
+            &cells[..9],
+            &["1", "tx", "7", "2", "Ongoing", "60000", "1000", "500", "a-0"]
+        );
+        let idle = TransactionDescription {
+            start_ms: -1,
+            partitions: vec![],
+            ..t
+        };
+        assert!(describe_table(&idle, 0).contains("None"));
+    }
+}
