@@ -34,6 +34,8 @@ impl RequestContext {
 
 /// Everything a [`Broker`] is built from (startup assembles these).
 pub struct BrokerParts {
+    /// Each listener's advertised (host, port), by listener name.
+    pub advertised_listeners: std::collections::BTreeMap<String, (String, u16)>,
     pub config: BrokerConfig,
     pub cluster_id: String,
     pub image: watch::Receiver<Arc<MetadataImage>>,
@@ -54,6 +56,8 @@ pub struct Broker {
     pub groups: GroupHandle,
     /// The metadata quorum in cluster mode (None on a single node).
     pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
+    /// Each listener's advertised (host, port): Metadata answers the one the client used.
+    pub advertised_listeners: std::collections::BTreeMap<String, (String, u16)>,
     producer_ids: Mutex<(i64, i64)>,
     /// Cached typed properties read on hot paths.
     pub max_request_bytes: usize,
@@ -64,6 +68,7 @@ pub struct Broker {
 impl Broker {
     pub fn new(parts: BrokerParts) -> Self {
         let BrokerParts {
+            advertised_listeners,
             config,
             cluster_id,
             image,
@@ -84,6 +89,7 @@ impl Broker {
             replicas,
             groups,
             quorum,
+            advertised_listeners,
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,
             auto_create_topics,

@@ -17,6 +17,7 @@ pub mod isr;
 pub mod log_dir_failure;
 pub mod metadata_log;
 pub mod partition;
+pub mod listener_config;
 pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
@@ -80,6 +81,10 @@ pub enum BrokerError {
 pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     let config = config::BrokerConfig::from_args(&args)?;
     let node = startup::start(config).await?;
+    // One line per listener first (tests and scripts read the ports), then the inter-broker one.
+    for (name, addr) in &node.listeners {
+        println!("Runnel broker {} listener {name} on {addr}", node.node_id);
+    }
     println!(
         "Runnel broker {} listening on {}",
         node.node_id, node.listen_addr

@@ -39,7 +39,9 @@ pub use group_config::{
     describe_group_configs, effective_group_config, group_config_def, group_config_doc,
     validate_group_configs, EffectiveGroupConfig, GROUP_CONFIGS,
 };
-pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};
+pub use image::{
+    BrokerRegistration, ImageError, MetadataImage, PartitionImage, StoredScramCredential, TopicImage,
+};
 pub use placement::{
     add_partitions_assignment, assign_replicas, assign_replicas_with_shift,
     validate_manual_assignment, PlacementPolicy,
