@@ -104,6 +104,20 @@ impl Broker {
             .with_dynamic(&self.image(), Some(self.node_id))
     }
 
+    /// Where a client on `listener` reaches broker `b`: this broker answers the listener's own
+    /// advertised endpoint (Kafka answers each listener's); other brokers register only their
+    /// inter-broker endpoint, so they appear at that.
+    pub fn endpoint_of(
+        &self,
+        b: &runnel_metadata::BrokerRegistration,
+        listener: &str,
+    ) -> (String, u16) {
+        match self.advertised_listeners.get(listener) {
+            Some((host, port)) if b.id == self.node_id => (host.clone(), *port),
+            _ => (b.host.clone(), b.port),
+        }
+    }
+
     /// The image as of now (cheap: an `Arc` clone).
     pub fn image(&self) -> Arc<MetadataImage> {
         self.image.borrow().clone()

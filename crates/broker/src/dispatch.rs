@@ -203,7 +203,7 @@ pub async fn dispatch(
             handlers::configs::incremental_alter
         ),
         ApiKey::DescribeCluster => {
-            call!(DescribeClusterRequest, handlers::describe_cluster::handle)
+            call_ctx!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
         ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
         ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
@@ -216,7 +216,7 @@ pub async fn dispatch(
             handlers::reassignments::list
         ),
         ApiKey::FindCoordinator => {
-            call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
+            call_ctx!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }
         ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups::join_group),
         ApiKey::ConsumerGroupHeartbeat => call_ctx!(

@@ -48,7 +48,9 @@ impl BrokerConfig {
             .unwrap_or(DEFAULT_PROTOCOL_MAP);
         let map = listeners::parse_protocol_map(map_text).map_err(config_error)?;
         let listeners = match self.props.get("listeners") {
-            Some(text) => listeners::parse_listeners("listeners", text, &map).map_err(config_error)?,
+            Some(text) => {
+                listeners::parse_listeners("listeners", text, &map).map_err(config_error)?
+            }
             None => vec![Endpoint {
                 name: "PLAINTEXT".into(),
                 protocol: SecurityProtocol::Plaintext,
@@ -61,8 +63,12 @@ impl BrokerConfig {
         }
         let inter_broker = listeners::inter_broker_listener(
             &listeners,
-            self.props.get("inter.broker.listener.name").map(String::as_str),
-            self.props.get("security.inter.broker.protocol").map(String::as_str),
+            self.props
+                .get("inter.broker.listener.name")
+                .map(String::as_str),
+            self.props
+                .get("security.inter.broker.protocol")
+                .map(String::as_str),
         )
         .map_err(config_error)?;
         let mut advertised = BTreeMap::new();
@@ -132,7 +138,9 @@ impl BrokerConfig {
         // Kafka's default is GSSAPI, which Runnel does not implement: the list must be given.
         let enabled = self
             .listener_prop(listener, "sasl.enabled.mechanisms")
-            .ok_or("a SASL listener needs sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")?;
+            .ok_or(
+            "a SASL listener needs sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
+        )?;
         let mechanisms: Vec<String> = enabled
             .split(',')
             .map(|m| m.trim().to_ascii_uppercase())
@@ -145,7 +153,10 @@ impl BrokerConfig {
         }
         let mut plain_users = BTreeMap::new();
         if mechanisms.iter().any(|m| m == PLAIN) {
-            let key = format!("listener.name.{}.plain.sasl.jaas.config", listener.to_ascii_lowercase());
+            let key = format!(
+                "listener.name.{}.plain.sasl.jaas.config",
+                listener.to_ascii_lowercase()
+            );
             let text = self
                 .props
                 .get(&key)
@@ -180,7 +191,9 @@ fn scram_store(image: watch::Receiver<Arc<MetadataImage>>) -> ScramStore {
 /// Where a bound listener is advertised: `advertised.listeners`, else the bound address.
 pub fn advertised_endpoint(plan: &ListenerPlan, name: &str, bound: SocketAddr) -> (String, u16) {
     match plan.advertised.get(name) {
-        Some((host, port)) if !host.is_empty() => (host.clone(), if *port == 0 { bound.port() } else { *port }),
+        Some((host, port)) if !host.is_empty() => {
+            (host.clone(), if *port == 0 { bound.port() } else { *port })
+        }
         _ => (bound.ip().to_string(), bound.port()),
     }
 }
@@ -219,7 +232,10 @@ mod tests {
     #[test]
     fn listeners_and_advertised_listeners() {
         let p = plan(&[
-            ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            ),
             ("advertised.listeners", "SASL_SSL://broker.example:9094"),
         ])
         .unwrap();
@@ -251,10 +267,14 @@ mod tests {
             port: 0,
         };
         assert!(config.listener_runtime(&sasl, &image).is_err());
-        config
-            .props
-            .insert("sasl.enabled.mechanisms".into(), "PLAIN,SCRAM-SHA-512".into());
-        assert!(config.listener_runtime(&sasl, &image).is_err(), "PLAIN without JAAS");
+        config.props.insert(
+            "sasl.enabled.mechanisms".into(),
+            "PLAIN,SCRAM-SHA-512".into(),
+        );
+        assert!(
+            config.listener_runtime(&sasl, &image).is_err(),
+            "PLAIN without JAAS"
+        );
         config.props.insert(
             "listener.name.sasl_plaintext.plain.sasl.jaas.config".into(),
             r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";"#

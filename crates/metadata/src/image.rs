@@ -126,7 +126,11 @@ pub struct StoredScramCredential {
 /// Keeps the keys out of every `{:?}` of the image.
 impl std::fmt::Debug for StoredScramCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "StoredScramCredential {{ iterations: {} }}", self.iterations)
+        write!(
+            f,
+            "StoredScramCredential {{ iterations: {} }}",
+            self.iterations
+        )
     }
 }
 

@@ -40,7 +40,8 @@ pub use group_config::{
     validate_group_configs, EffectiveGroupConfig, GROUP_CONFIGS,
 };
 pub use image::{
-    BrokerRegistration, ImageError, MetadataImage, PartitionImage, StoredScramCredential, TopicImage,
+    BrokerRegistration, ImageError, MetadataImage, PartitionImage, StoredScramCredential,
+    TopicImage,
 };
 pub use placement::{
     add_partitions_assignment, assign_replicas, assign_replicas_with_shift,

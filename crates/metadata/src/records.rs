@@ -159,9 +159,7 @@ impl MetadataRecord {
             MetadataRecord::BrokerRegistrationChange { .. } => "BrokerRegistrationChangeRecord",
             MetadataRecord::NoOp => "NoOpRecord",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredentialRecord",
-            MetadataRecord::RemoveUserScramCredential { .. } => {
-                "RemoveUserScramCredentialRecord"
-            }
+            MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredentialRecord",
         }
     }
 }

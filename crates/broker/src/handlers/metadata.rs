@@ -155,20 +155,15 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
     }
 }
 
-/// The live brokers; this broker is shown at the address of the listener the client used
-/// (Kafka answers each listener's endpoints; other brokers register only their inter-broker
-/// endpoint, so they appear at that).
+/// The live brokers, at the endpoints of the listener the client used.
 pub fn brokers(image: &MetadataImage, me: &Broker, listener: &str) -> Vec<MetadataResponseBroker> {
     image
         .live_brokers()
         .map(|b| {
-            let (host, port) = match me.advertised_listeners.get(listener) {
-                Some((host, port)) if b.id == me.node_id => (host.as_str(), *port),
-                _ => (b.host.as_str(), b.port),
-            };
+            let (host, port) = me.endpoint_of(b, listener);
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.id))
-                .with_host(str_bytes(host))
+                .with_host(str_bytes(&host))
                 .with_port(i32::from(port))
                 .with_rack(b.rack.as_deref().map(str_bytes))
         })

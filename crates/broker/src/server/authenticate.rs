@@ -6,8 +6,8 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, RequestHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiKey, RequestHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 
@@ -20,7 +20,9 @@ pub enum Then {
     Continue,
     Authenticated(String),
     /// Close the connection; `reason` (naming the user, never a secret) is for the log line.
-    Close { reason: String },
+    Close {
+        reason: String,
+    },
 }
 
 #[derive(Debug)]
@@ -84,7 +86,8 @@ fn sasl_request(
     if version < lo || version > hi {
         return Err(format!("unsupported {key:?} version {version}"));
     }
-    let malformed = |e: &dyn std::fmt::Display| format!("malformed {key:?} v{version} request: {e}");
+    let malformed =
+        |e: &dyn std::fmt::Display| format!("malformed {key:?} v{version} request: {e}");
     let header = RequestHeader::decode(&mut buf, key.request_header_version(version))
         .map_err(|e| malformed(&e))?;
     let correlation_id = header.correlation_id;
@@ -94,7 +97,13 @@ fn sasl_request(
         let outcome = session.handshake(&request.mechanism, version);
         let response = SaslHandshakeResponse::default()
             .with_error_code(outcome.error_code)
-            .with_mechanisms(outcome.mechanisms.into_iter().map(StrBytes::from_string).collect());
+            .with_mechanisms(
+                outcome
+                    .mechanisms
+                    .into_iter()
+                    .map(StrBytes::from_string)
+                    .collect(),
+            );
         let then = if outcome.error_code == 0 {
             Then::Continue
         } else {
@@ -187,20 +196,27 @@ mod tests {
             12,
             &kafka_protocol::messages::MetadataRequest::default(),
         );
-        assert!(matches!(pre_auth(&mut session(), &metadata, "n"), PreAuth::Refuse(_)));
+        assert!(matches!(
+            pre_auth(&mut session(), &metadata, "n"),
+            PreAuth::Refuse(_)
+        ));
         let versions = request(
             ApiKey::ApiVersions,
             3,
             &kafka_protocol::messages::ApiVersionsRequest::default(),
         );
-        assert!(matches!(pre_auth(&mut session(), &versions, "n"), PreAuth::Dispatch));
+        assert!(matches!(
+            pre_auth(&mut session(), &versions, "n"),
+            PreAuth::Dispatch
+        ));
     }
 
     #[test]
     fn framed_plain_success_and_failure() {
         for (password, ok) in [("pw", true), ("bad", false)] {
             let mut s = session();
-            let hs = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+            let hs =
+                SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
             let PreAuth::Reply(_, Then::Continue) =
                 pre_auth(&mut s, &request(ApiKey::SaslHandshake, 1, &hs), "n")
             else {
@@ -220,7 +236,9 @@ mod tests {
                 assert_eq!(then, Then::Authenticated("alice".into()));
                 assert_eq!(response.error_code, 0);
             } else {
-                assert!(matches!(then, Then::Close { ref reason } if reason.contains("User:alice")));
+                assert!(
+                    matches!(then, Then::Close { ref reason } if reason.contains("User:alice"))
+                );
                 assert_eq!(response.error_code, SASL_AUTHENTICATION_FAILED);
             }
         }

@@ -168,7 +168,10 @@ mod tests {
             der(SEQUENCE, &[0; 200]),
         ]
         .concat();
-        der(SEQUENCE, &[der(SEQUENCE, &tbs), der(SEQUENCE, &[])].concat())
+        der(
+            SEQUENCE,
+            &[der(SEQUENCE, &tbs), der(SEQUENCE, &[])].concat(),
+        )
     }
 
     #[test]

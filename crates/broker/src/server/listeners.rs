@@ -90,7 +90,9 @@ pub fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, SecurityProtoco
         })?;
         let name = name.trim().to_ascii_uppercase();
         if map.insert(name.clone(), protocol).is_some() {
-            return Err(format!("listener.security.protocol.map: '{name}' appears twice"));
+            return Err(format!(
+                "listener.security.protocol.map: '{name}' appears twice"
+            ));
         }
     }
     Ok(map)
@@ -117,7 +119,10 @@ pub fn parse_listeners(
         let port = port
             .parse::<u16>()
             .map_err(|_| format!("{property}: bad port in '{entry}'"))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         if out.iter().any(|e| e.name == name) {
             return Err(format!("{property}: listener '{name}' appears twice"));
         }
@@ -145,12 +150,10 @@ pub fn inter_broker_listener(
     protocol: Option<&str>,
 ) -> Result<String, String> {
     let wanted = match (name, protocol) {
-        (Some(_), Some(_)) => {
-            return Err(
-                "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
-                    .into(),
-            )
-        }
+        (Some(_), Some(_)) => return Err(
+            "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
+                .into(),
+        ),
         (Some(n), None) => n.to_ascii_uppercase(),
         (None, Some(p)) => p.to_ascii_uppercase(),
         (None, None) => "PLAINTEXT".to_string(),
@@ -193,12 +196,20 @@ mod tests {
 
     #[test]
     fn custom_names_map_to_protocols() {
-        let map = parse_protocol_map("CLIENT:SASL_SSL,REPLICATION:SSL,PLAINTEXT:PLAINTEXT").unwrap();
-        let l = parse_listeners("listeners", "client://127.0.0.1:0,REPLICATION://127.0.0.1:0", &map)
-            .unwrap();
+        let map =
+            parse_protocol_map("CLIENT:SASL_SSL,REPLICATION:SSL,PLAINTEXT:PLAINTEXT").unwrap();
+        let l = parse_listeners(
+            "listeners",
+            "client://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+            &map,
+        )
+        .unwrap();
         assert_eq!(l[0].name, "CLIENT");
         assert!(l[0].protocol.uses_sasl() && l[0].protocol.uses_tls());
-        assert_eq!(inter_broker_listener(&l, Some("replication"), None).unwrap(), "REPLICATION");
+        assert_eq!(
+            inter_broker_listener(&l, Some("replication"), None).unwrap(),
+            "REPLICATION"
+        );
     }
 
     #[test]

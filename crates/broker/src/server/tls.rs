@@ -84,13 +84,13 @@ fn certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, String>
 fn key(pem: &[u8], what: &str) -> Result<PrivateKeyDer<'static>, String> {
     rustls_pemfile::private_key(&mut BufReader::new(pem))
         .map_err(|e| format!("{what}: bad PEM key: {e}"))?
-        .ok_or_else(|| format!("{what}: no unencrypted private key found (ssl.key.password is not supported)"))
+        .ok_or_else(|| {
+            format!("{what}: no unencrypted private key found (ssl.key.password is not supported)")
+        })
 }
 
 /// The listener's certificate chain and key.
-fn keystore(
-    get: Lookup,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+fn keystore(get: Lookup) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     require_pem(get, "ssl.keystore.type")?;
     if let Some(path) = get("ssl.keystore.location") {
         let pem = read_file("ssl.keystore.location", &path)?;

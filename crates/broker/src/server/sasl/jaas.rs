@@ -34,7 +34,12 @@ pub fn parse(text: &str) -> Result<JaasEntry, String> {
         Some(Token::Word(w)) if FLAGS.contains(&w.to_ascii_lowercase().as_str()) => {
             w.to_ascii_lowercase()
         }
-        _ => return Err(format!("sasl.jaas.config: expected a control flag ({})", FLAGS.join(", "))),
+        _ => {
+            return Err(format!(
+                "sasl.jaas.config: expected a control flag ({})",
+                FLAGS.join(", ")
+            ))
+        }
     };
     let mut options = BTreeMap::new();
     loop {

@@ -40,9 +40,15 @@ enum State {
     /// Waiting for SaslHandshake.
     Start,
     /// Mechanism chosen; `raw` when SaslHandshake v0 announced unframed tokens.
-    Chosen { mechanism: String, raw: bool },
+    Chosen {
+        mechanism: String,
+        raw: bool,
+    },
     /// SCRAM's first round is done.
-    ScramSent { exchange: Box<ServerExchange>, raw: bool },
+    ScramSent {
+        exchange: Box<ServerExchange>,
+        raw: bool,
+    },
     Done,
 }
 
@@ -54,7 +60,10 @@ pub enum Step {
     /// Send these bytes; the connection is now `principal_name`.
     Authenticated { response: Vec<u8>, user: String },
     /// Answer SASL_AUTHENTICATION_FAILED with this message, then close.
-    Failed { message: String, user: Option<String> },
+    Failed {
+        message: String,
+        user: Option<String>,
+    },
 }
 
 pub struct SaslSession {
@@ -200,7 +209,10 @@ mod tests {
     #[test]
     fn plain_exchange() {
         let mut s = SaslSession::new(config());
-        assert_eq!(s.handshake("GSSAPI", 1).error_code, UNSUPPORTED_SASL_MECHANISM);
+        assert_eq!(
+            s.handshake("GSSAPI", 1).error_code,
+            UNSUPPORTED_SASL_MECHANISM
+        );
         assert_eq!(s.handshake("PLAIN", 1).error_code, 0);
         assert!(!s.expects_raw_token());
         assert_eq!(
@@ -262,7 +274,10 @@ mod tests {
         let mut s = SaslSession::new(config());
         s.handshake("SCRAM-SHA-512", 1);
         let unknown = scram::client_first_message("mallory", "c");
-        assert!(matches!(s.authenticate(unknown.as_bytes(), "s"), Step::Failed { .. }));
+        assert!(matches!(
+            s.authenticate(unknown.as_bytes(), "s"),
+            Step::Failed { .. }
+        ));
     }
 
     #[test]

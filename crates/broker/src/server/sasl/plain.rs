@@ -43,8 +43,14 @@ mod tests {
 
     #[test]
     fn accepts_the_right_password_only() {
-        assert_eq!(authenticate(b"\0alice\0alice-secret", &users()), Ok("alice".into()));
-        assert_eq!(authenticate(b"alice\0alice\0alice-secret", &users()), Ok("alice".into()));
+        assert_eq!(
+            authenticate(b"\0alice\0alice-secret", &users()),
+            Ok("alice".into())
+        );
+        assert_eq!(
+            authenticate(b"alice\0alice\0alice-secret", &users()),
+            Ok("alice".into())
+        );
         for bad in [
             &b"\0alice\0wrong"[..],
             b"\0bob\0alice-secret",

@@ -153,7 +153,9 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
         return Err(ScramError::Malformed("channel binding is not supported"));
     }
     let authzid = parts.next().ok_or(ScramError::Malformed("no gs2 header"))?;
-    let bare = parts.next().ok_or(ScramError::Malformed("no bare message"))?;
+    let bare = parts
+        .next()
+        .ok_or(ScramError::Malformed("no bare message"))?;
     let mut attrs = bare.split(',');
     let username = attrs
         .next()
@@ -163,14 +165,20 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, ScramError> {
         .next()
         .and_then(|a| a.strip_prefix("r="))
         .ok_or(ScramError::Malformed("no nonce"))?;
-    if nonce.is_empty() || !nonce.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b',') {
+    if nonce.is_empty()
+        || !nonce
+            .bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b',')
+    {
         return Err(ScramError::Malformed("bad nonce"));
     }
     let username = unescape_username(username)?;
     if let Some(authz) = authzid.strip_prefix("a=") {
         // Kafka allows an authorization id only when it names the authenticating user.
         if unescape_username(authz)? != username {
-            return Err(ScramError::Malformed("authorization id differs from the user"));
+            return Err(ScramError::Malformed(
+                "authorization id differs from the user",
+            ));
         }
     }
     Ok(ClientFirst {
@@ -261,7 +269,9 @@ impl ServerExchange {
             .ok_or(ScramError::Malformed("no nonce"))?;
         let expected_binding = B64.encode(self.client_first.gs2_header.as_bytes());
         if binding != expected_binding {
-            return Err(ScramError::Malformed("channel binding differs from gs2 header"));
+            return Err(ScramError::Malformed(
+                "channel binding differs from gs2 header",
+            ));
         }
         if nonce != self.nonce {
             return Err(ScramError::BadNonce);
@@ -337,7 +347,11 @@ pub fn client_final_message(
     let without_proof = format!("c=biws,r={nonce}");
     let auth_message = format!("{bare},{server_first},{without_proof}");
     let signature = m.hmac(&stored_key, auth_message.as_bytes());
-    let proof: Vec<u8> = client_key.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+    let proof: Vec<u8> = client_key
+        .iter()
+        .zip(&signature)
+        .map(|(a, b)| a ^ b)
+        .collect();
     let server_key = m.hmac(&salted, b"Server Key");
     let server_signature = m.hmac(&server_key, auth_message.as_bytes());
     Ok((
@@ -367,10 +381,17 @@ mod tests {
     fn server_side_matches_rfc_7677() {
         let first = parse_client_first(CLIENT_FIRST.as_bytes()).unwrap();
         assert_eq!(first.username, "user");
-        let (exchange, server_first) =
-            server_first(ScramMechanism::Sha256, first, rfc_credential(), SERVER_NONCE);
+        let (exchange, server_first) = server_first(
+            ScramMechanism::Sha256,
+            first,
+            rfc_credential(),
+            SERVER_NONCE,
+        );
         assert_eq!(server_first, SERVER_FIRST);
-        assert_eq!(exchange.client_final(CLIENT_FINAL.as_bytes()).unwrap(), SERVER_FINAL);
+        assert_eq!(
+            exchange.client_final(CLIENT_FINAL.as_bytes()).unwrap(),
+            SERVER_FINAL
+        );
     }
 
     #[test]
@@ -396,13 +417,23 @@ mod tests {
             let (bad, _) = client_final_message(mechanism, "wrong", &client_first, &sf).unwrap();
             assert_eq!(ex.client_final(bad.as_bytes()), Err(ScramError::BadProof));
             let replay = good.replace("abcxyz", "abcxyq");
-            assert_eq!(ex.client_final(replay.as_bytes()), Err(ScramError::BadNonce));
+            assert_eq!(
+                ex.client_final(replay.as_bytes()),
+                Err(ScramError::BadNonce)
+            );
         }
     }
 
     #[test]
     fn malformed_first_messages_are_refused() {
-        for bad in ["", "p=tls,,n=u,r=x", "n,,r=x", "n,,n=u", "n,,n=a=2Xb,r=x", "n,a=bob,n=u,r=x"] {
+        for bad in [
+            "",
+            "p=tls,,n=u,r=x",
+            "n,,r=x",
+            "n,,n=u",
+            "n,,n=a=2Xb,r=x",
+            "n,a=bob,n=u,r=x",
+        ] {
             assert!(parse_client_first(bad.as_bytes()).is_err(), "{bad}");
         }
         assert!(parse_client_first(b"n,a=u,n=u,r=x").is_ok());
