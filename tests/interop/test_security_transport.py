@@ -223,3 +223,45 @@ def test_wrong_password_answers_58_and_closes_only_that_connection(broker_factor
     with pytest.raises(KafkaException):
         AdminClient(bad).list_topics(timeout=5)
     assert AdminClient(ck_conf(b.bootstrap)).list_topics(timeout=OP_TIMEOUT).brokers
+
+
+# ---- SCRAM (credentials through KIP-554, stored salted in the metadata) --------------------
+
+def test_scram_sha_512_over_sasl_ssl_with_confluent_kafka_and_kafka_python(broker_factory, certs):
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    b = secure_broker(broker_factory, certs, **{
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"})
+    adm = AdminClient(ck_conf(b.bootstrap))
+    fs = adm.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                     b"bob-secret", b"some-salt-bytes"),
+        UserScramCredentialUpsertion("weak", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10),
+                                     b"x"),
+    ])
+    fs["bob"].result(timeout=OP_TIMEOUT)
+    with pytest.raises(KafkaException):  # fewer than 4096 iterations: UNACCEPTABLE_CREDENTIAL
+        fs["weak"].result(timeout=OP_TIMEOUT)
+    described = adm.describe_user_scram_credentials(["bob"])["bob"].result(timeout=OP_TIMEOUT)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    # Never the password in the broker's log.
+    assert "bob-secret" not in b._log_since_start()
+
+    port = listener_port(b, "SASL_SSL")
+    scram = ck_conf(f"localhost:{port}", **{
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "bob", "sasl.password": "bob-secret",
+        "ssl.ca.location": str(certs / "ca.pem")})
+    _round_trip(scram, unique_topic("scram"))
+    with pytest.raises(KafkaException):
+        AdminClient(dict(scram, **{"sasl.password": "nope"})).list_topics(timeout=5)
+
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=f"localhost:{port}", security_protocol="SASL_SSL",
+                      sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="bob",
+                      sasl_plain_password="bob-secret", ssl_cafile=str(certs / "ca.pem"))
+    try:
+        p.send(unique_topic("scram-kp"), b"x").get(timeout=OP_TIMEOUT)
+    finally:
+        p.close()

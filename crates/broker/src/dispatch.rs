@@ -26,6 +26,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DeleteRecords, 0, 2),
@@ -175,6 +177,14 @@ pub async fn dispatch(
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         // A SASL listener answers these itself until the connection has authenticated
         // (`server::authenticate`); here they come after it, or on a listener without SASL.
+        ApiKey::DescribeUserScramCredentials => call!(
+            DescribeUserScramCredentialsRequest,
+            handlers::scram_credentials::describe
+        ),
+        ApiKey::AlterUserScramCredentials => call!(
+            AlterUserScramCredentialsRequest,
+            handlers::scram_credentials::alter
+        ),
         ApiKey::SaslHandshake => {
             let response = SaslHandshakeResponse::default()
                 .with_error_code(crate::server::sasl::ILLEGAL_SASL_STATE);

@@ -29,6 +29,9 @@ pub mod topic_config;
 pub mod topic_name;
 
 pub use controller::{
+    alter_user_scram_credentials, ScramAlterResult, ScramDeletion, ScramUpsertion,
+};
+pub use controller::{
     AlterConfigOp, BrokerSessions, Controller, ControllerConfig, CreatePartitionsRequest,
     CreateTopicOutcome, CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType,
     ReassignmentRequest, ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,

@@ -17,6 +17,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
+pub mod scram_credentials;
 pub mod topics;
 
 use kafka_protocol::messages::TopicName;

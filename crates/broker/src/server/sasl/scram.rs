@@ -113,13 +113,33 @@ impl ScramCredential {
     /// Salts and hashes `password` (RFC 5802 section 3).
     pub fn new(mechanism: ScramMechanism, password: &str, salt: &[u8], iterations: u32) -> Self {
         let salted = mechanism.hi(password.as_bytes(), salt, iterations);
-        let client_key = mechanism.hmac(&salted, b"Client Key");
+        Self::from_salted_password(mechanism, &salted, salt, iterations)
+    }
+
+    /// The stored form of a `SaltedPassword` (what KIP-554's AlterUserScramCredentials sends).
+    pub fn from_salted_password(
+        mechanism: ScramMechanism,
+        salted: &[u8],
+        salt: &[u8],
+        iterations: u32,
+    ) -> Self {
+        let client_key = mechanism.hmac(salted, b"Client Key");
         ScramCredential {
             salt: salt.to_vec(),
             stored_key: mechanism.hash(&client_key),
-            server_key: mechanism.hmac(&salted, b"Server Key"),
+            server_key: mechanism.hmac(salted, b"Server Key"),
             iterations,
         }
+    }
+
+    /// `SaltedPassword` for a password (the client side of KIP-554, and bootstrapping).
+    pub fn salted_password(
+        mechanism: ScramMechanism,
+        password: &str,
+        salt: &[u8],
+        iterations: u32,
+    ) -> Vec<u8> {
+        mechanism.hi(password.as_bytes(), salt, iterations)
     }
 }
 
