@@ -265,3 +265,31 @@ def test_scram_sha_512_over_sasl_ssl_with_confluent_kafka_and_kafka_python(broke
         p.send(unique_topic("scram-kp"), b"x").get(timeout=OP_TIMEOUT)
     finally:
         p.close()
+
+
+def test_add_scram_bootstraps_a_user_without_resetting_a_changed_password(broker_factory, certs, tmp_path):
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+    b = broker_factory(overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256"},
+        extra_args=["--add-scram", "SCRAM-SHA-256=[name=carol,password=carol-secret,iterations=8192]"],
+        data_dir=tmp_path / "scram-data")
+
+    def conf(password):
+        return ck_conf(f"127.0.0.1:{listener_port(b, 'SASL_PLAINTEXT')}", **{
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "carol", "sasl.password": password})
+
+    wait_until(lambda: AdminClient(conf("carol-secret")).list_topics(timeout=3).brokers,
+               timeout=30, desc="the bootstrap user authenticates")
+    assert "carol-secret" not in b._log_since_start()
+    adm = AdminClient(ck_conf(b.bootstrap))  # kept alive until the result is in
+    adm.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                     b"changed")])["carol"].result(timeout=OP_TIMEOUT)
+    b.restart()
+    wait_until(lambda: AdminClient(conf("changed")).list_topics(timeout=3).brokers,
+               timeout=30, desc="the changed password still works after a restart")
+    with pytest.raises(KafkaException):
+        AdminClient(conf("carol-secret")).list_topics(timeout=3)

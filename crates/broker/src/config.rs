@@ -532,6 +532,7 @@ mod tests {
             controller_listen: None,
             controller_quorum_voters: None,
             rack: None,
+            add_scram: Vec::new(),
         }
     }
 
