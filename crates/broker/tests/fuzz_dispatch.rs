@@ -159,6 +159,18 @@ macro_rules! paste_request {
     (ConsumerGroupDescribe) => {
         ConsumerGroupDescribeRequest
     };
+    (SaslHandshake) => {
+        SaslHandshakeRequest
+    };
+    (SaslAuthenticate) => {
+        SaslAuthenticateRequest
+    };
+    (DescribeUserScramCredentials) => {
+        DescribeUserScramCredentialsRequest
+    };
+    (AlterUserScramCredentials) => {
+        AlterUserScramCredentialsRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -227,6 +239,10 @@ requests!(
     ListPartitionReassignments,
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
+    SaslHandshake,
+    SaslAuthenticate,
+    DescribeUserScramCredentials,
+    AlterUserScramCredentials,
 );
 
 fn name(s: &'static str) -> TopicName {
