@@ -293,3 +293,30 @@ def test_add_scram_bootstraps_a_user_without_resetting_a_changed_password(broker
                timeout=30, desc="the changed password still works after a restart")
     with pytest.raises(KafkaException):
         AdminClient(conf("carol-secret")).list_topics(timeout=3)
+
+
+def test_runnel_configs_manages_scram_users(broker_factory, certs):
+    import subprocess as sp
+    from harness import RUNNEL_BIN
+    b = broker_factory(overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+
+    def configs(*args):
+        return sp.run([RUNNEL_BIN, "configs", "--bootstrap-server", b.bootstrap,
+                       "--entity-type", "users", *args],
+                      capture_output=True, text=True, timeout=60, check=True).stdout
+
+    out = configs("--entity-name", "dana", "--alter", "--add-config",
+                  "SCRAM-SHA-512=[iterations=8192,password=dana-secret]")
+    assert out.strip() == "Completed updating config for user dana."
+    assert configs("--describe", "--entity-name", "dana").strip() == (
+        "SCRAM credential configs for user-principal 'dana' are SCRAM-SHA-512=iterations=8192")
+    conf = ck_conf(f"127.0.0.1:{listener_port(b, 'SASL_PLAINTEXT')}", **{
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "dana", "sasl.password": "dana-secret"})
+    assert AdminClient(conf).list_topics(timeout=OP_TIMEOUT).brokers
+    configs("--entity-name", "dana", "--alter", "--delete-config", "SCRAM-SHA-512")
+    assert configs("--describe", "--entity-name", "dana").strip() == ""
+    with pytest.raises(KafkaException):
+        AdminClient(conf).list_topics(timeout=3)

@@ -48,6 +48,9 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ElectLeaders => (0, 2),
         ApiKey::AlterPartitionReassignments => (0, 1),
         ApiKey::ListPartitionReassignments => (0, 0),
+        // KIP-554 SCRAM credentials (`runnel configs --entity-type users`).
+        ApiKey::DescribeUserScramCredentials => (0, 0),
+        ApiKey::AlterUserScramCredentials => (0, 0),
         _ => return None,
     })
 }

@@ -15,6 +15,7 @@ pub mod reassign;
 pub mod topic_filter;
 pub mod topic_id;
 pub mod topics;
+pub mod user_scram;
 
 use std::sync::Arc;
 
