@@ -107,7 +107,16 @@ const ALSO_KNOWN: &[&str] = &[
     "advertised.listeners",
     "process.roles",
     "controller.quorum.voters",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+    "security.inter.broker.protocol",
+    "sasl.enabled.mechanisms",
+    "sasl.jaas.config",
 ];
+
+/// Families of per-listener security properties (`listener.name.<name>.ssl.keystore.location`,
+/// `ssl.client.auth`, ...): read by `listener_config`, so not warned about.
+const KNOWN_PREFIXES: &[&str] = &["listener.name.", "ssl."];
 
 /// Cluster mode: this node's roles and the controller quorum.
 #[derive(Debug, Clone)]
@@ -149,8 +158,9 @@ impl BrokerConfig {
             props.insert(k.trim().to_string(), v.trim().to_string());
         }
         for key in props.keys() {
-            let known =
-                DEFAULTS.iter().any(|(k, _)| k == key) || ALSO_KNOWN.contains(&key.as_str());
+            let known = DEFAULTS.iter().any(|(k, _)| k == key)
+                || ALSO_KNOWN.contains(&key.as_str())
+                || KNOWN_PREFIXES.iter().any(|p| key.starts_with(p));
             if !known {
                 tracing::warn!(property = %key, "unknown broker property (kept, but not used)");
             }
@@ -225,6 +235,7 @@ impl BrokerConfig {
         self.bool("delete.topic.enable")?;
         self.server_limits()?;
         crate::consumer_group_settings::consumer_group_config(self)?;
+        self.listener_plan()?;
         self.i64("log.flush.interval.messages")?;
         self.i64("log.retention.check.interval.ms")?;
         match self.str("replica.placement.policy") {
@@ -545,6 +556,7 @@ mod tests {
             controller_listen: None,
             controller_quorum_voters: None,
             rack: None,
+            add_scram: Vec::new(),
         }
     }
 

@@ -34,6 +34,8 @@ impl RequestContext {
 
 /// Everything a [`Broker`] is built from (startup assembles these).
 pub struct BrokerParts {
+    /// Each listener's advertised (host, port), by listener name.
+    pub advertised_listeners: std::collections::BTreeMap<String, (String, u16)>,
     pub config: BrokerConfig,
     pub cluster_id: String,
     pub image: watch::Receiver<Arc<MetadataImage>>,
@@ -56,6 +58,8 @@ pub struct Broker {
     pub txns: crate::txn_manager::TxnHandle,
     /// The metadata quorum in cluster mode (None on a single node).
     pub quorum: Option<Arc<runnel_raft::MetadataQuorum>>,
+    /// Each listener's advertised (host, port): Metadata answers the one the client used.
+    pub advertised_listeners: std::collections::BTreeMap<String, (String, u16)>,
     producer_ids: Mutex<(i64, i64)>,
     /// Cached typed properties read on hot paths.
     pub max_request_bytes: usize,
@@ -66,6 +70,7 @@ pub struct Broker {
 impl Broker {
     pub fn new(parts: BrokerParts) -> Self {
         let BrokerParts {
+            advertised_listeners,
             config,
             cluster_id,
             image,
@@ -88,6 +93,7 @@ impl Broker {
             groups,
             txns,
             quorum,
+            advertised_listeners,
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,
             auto_create_topics,
@@ -100,6 +106,20 @@ impl Broker {
     pub fn broker_defaults(&self) -> BrokerDefaults {
         self.defaults
             .with_dynamic(&self.image(), Some(self.node_id))
+    }
+
+    /// Where a client on `listener` reaches broker `b`: this broker answers the listener's own
+    /// advertised endpoint (Kafka answers each listener's); other brokers register only their
+    /// inter-broker endpoint, so they appear at that.
+    pub fn endpoint_of(
+        &self,
+        b: &runnel_metadata::BrokerRegistration,
+        listener: &str,
+    ) -> (String, u16) {
+        match self.advertised_listeners.get(listener) {
+            Some((host, port)) if b.id == self.node_id => (host.clone(), *port),
+            _ => (b.host.clone(), b.port),
+        }
     }
 
     /// The image as of now (cheap: an `Arc` clone).

@@ -279,6 +279,22 @@ impl ControllerClient {
         }
     }
 
+    pub async fn alter_user_scram_credentials(
+        &self,
+        deletions: Vec<runnel_metadata::ScramDeletion>,
+        upsertions: Vec<runnel_metadata::ScramUpsertion>,
+    ) -> Result<Vec<runnel_metadata::ScramAlterResult>, ApiError> {
+        let request = Rq::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        };
+        match self.call(request, ADMIN_DEADLINE).await? {
+            Rs::ScramResults(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AlterUserScramCredentials")),
+        }
+    }
+
     pub async fn alter_configs(
         &self,
         resource: ConfigResource,

@@ -17,6 +17,11 @@ use crate::controller_shell::{
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ControllerRequest {
+    /// KIP-554: credentials arrive salted and hashed (never a password).
+    AlterUserScramCredentials {
+        deletions: Vec<runnel_metadata::ScramDeletion>,
+        upsertions: Vec<runnel_metadata::ScramUpsertion>,
+    },
     CreateTopics {
         requests: Vec<CreateTopicRequest>,
         validate_only: bool,
@@ -94,6 +99,7 @@ pub enum ControllerResponse {
     Remaining(usize),
     /// AlterPartition's answer: the committed ISR and partition epoch.
     Isr(Vec<i32>, i32),
+    ScramResults(Vec<runnel_metadata::ScramAlterResult>),
     Error(ApiError),
 }
 
@@ -131,6 +137,13 @@ pub async fn serve(
             .create_partitions(requests, validate_only)
             .await
             .map(Rs::CreatePartitions),
+        Rq::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        } => handle
+            .alter_user_scram_credentials(deletions, upsertions)
+            .await
+            .map(Rs::ScramResults),
         Rq::AlterConfigs {
             resource,
             ops,

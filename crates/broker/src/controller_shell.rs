@@ -57,6 +57,11 @@ enum Command {
         validate_only: bool,
         reply: Reply<()>,
     },
+    AlterUserScramCredentials {
+        deletions: Vec<runnel_metadata::ScramDeletion>,
+        upsertions: Vec<runnel_metadata::ScramUpsertion>,
+        reply: Reply<Vec<runnel_metadata::ScramAlterResult>>,
+    },
     RegisterBroker {
         broker_id: i32,
         incarnation_id: Uuid,
@@ -124,6 +129,7 @@ impl Command {
             Command::DeleteTopics { .. } => "DeleteTopics",
             Command::CreatePartitions { .. } => "CreatePartitions",
             Command::AlterConfigs { .. } => "AlterConfigs",
+            Command::AlterUserScramCredentials { .. } => "AlterUserScramCredentials",
             Command::RegisterBroker { .. } => "RegisterBroker",
             Command::Heartbeat { .. } => "Heartbeat",
             Command::Unfence { .. } => "Unfence",
@@ -144,6 +150,7 @@ impl Command {
             Command::DeleteTopics { reply, .. } => drop(reply.send(Err(e))),
             Command::CreatePartitions { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
+            Command::AlterUserScramCredentials { reply, .. } => drop(reply.send(Err(e))),
             Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
             Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
             Command::Unfence { .. } => {}
@@ -284,6 +291,19 @@ impl ControllerHandle {
         self.call(|reply| Command::CreatePartitions {
             requests,
             validate_only,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn alter_user_scram_credentials(
+        &self,
+        deletions: Vec<runnel_metadata::ScramDeletion>,
+        upsertions: Vec<runnel_metadata::ScramUpsertion>,
+    ) -> Result<Vec<runnel_metadata::ScramAlterResult>, ApiError> {
+        self.call(|reply| Command::AlterUserScramCredentials {
+            deletions,
+            upsertions,
             reply,
         })
         .await
@@ -697,6 +717,23 @@ impl ControllerShell {
                     }
                 }
                 let _ = reply.send(Ok(results));
+            }
+            Command::AlterUserScramCredentials {
+                deletions,
+                upsertions,
+                reply,
+            } => {
+                let (results, records) = runnel_metadata::alter_user_scram_credentials(
+                    &self.image,
+                    &deletions,
+                    &upsertions,
+                );
+                let result = if records.is_empty() {
+                    Ok(results)
+                } else {
+                    self.commit(records).await.map(|()| results)
+                };
+                let _ = reply.send(result);
             }
             Command::AlterConfigs {
                 resource,

@@ -24,6 +24,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
     (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DeleteRecords, 0, 2),
@@ -178,8 +182,28 @@ pub async fn dispatch(
         }
         ApiKey::Fetch => call!(FetchRequest, handlers::fetch::handle),
         ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
-        ApiKey::Metadata => call!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
+        // A SASL listener answers these itself until the connection has authenticated
+        // (`server::authenticate`); here they come after it, or on a listener without SASL.
+        ApiKey::DescribeUserScramCredentials => call!(
+            DescribeUserScramCredentialsRequest,
+            handlers::scram_credentials::describe
+        ),
+        ApiKey::AlterUserScramCredentials => call!(
+            AlterUserScramCredentialsRequest,
+            handlers::scram_credentials::alter
+        ),
+        ApiKey::SaslHandshake => {
+            let response = SaslHandshakeResponse::default()
+                .with_error_code(crate::server::sasl::ILLEGAL_SASL_STATE);
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
+        ApiKey::SaslAuthenticate => {
+            let response = SaslAuthenticateResponse::default()
+                .with_error_code(crate::server::sasl::ILLEGAL_SASL_STATE);
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
         ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),
         ApiKey::CreatePartitions => {
@@ -198,7 +222,7 @@ pub async fn dispatch(
             handlers::configs::incremental_alter
         ),
         ApiKey::DescribeCluster => {
-            call!(DescribeClusterRequest, handlers::describe_cluster::handle)
+            call_ctx!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
         ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
         ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
@@ -211,7 +235,7 @@ pub async fn dispatch(
             handlers::reassignments::list
         ),
         ApiKey::FindCoordinator => {
-            call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
+            call_ctx!(FindCoordinatorRequest, handlers::groups::find_coordinator)
         }
         ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups::join_group),
         ApiKey::ConsumerGroupHeartbeat => call_ctx!(

@@ -17,6 +17,7 @@ pub mod group_purgatory;
 pub mod handlers;
 pub mod inter_broker;
 pub mod isr;
+pub mod listener_config;
 pub mod log_dir_failure;
 pub mod metadata_log;
 pub mod partition;
@@ -26,6 +27,7 @@ pub mod producer_state;
 pub mod publisher;
 pub mod replica_fetcher;
 pub mod replica_manager;
+pub mod scram_bootstrap;
 pub mod server;
 pub mod startup;
 pub mod txn_manager;
@@ -65,6 +67,10 @@ pub struct BrokerArgs {
     /// This broker's rack (Kafka's `broker.rack`), used by rack-aware placement.
     #[arg(long)]
     pub rack: Option<String>,
+    /// A SCRAM user for a new cluster, as `kafka-storage.sh format --add-scram`:
+    /// `SCRAM-SHA-512=[name=alice,password=...]` (repeatable; added only if missing).
+    #[arg(long = "add-scram", value_name = "CREDENTIAL")]
+    pub add_scram: Vec<String>,
 }
 
 /// Errors that stop the broker.
@@ -85,7 +91,18 @@ pub enum BrokerError {
 /// Runs a broker until Ctrl-C / SIGTERM.
 pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     let config = config::BrokerConfig::from_args(&args)?;
+    let bootstrap_users = args
+        .add_scram
+        .iter()
+        .map(|raw| scram_bootstrap::parse(raw))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(BrokerError::Config)?;
     let node = startup::start(config).await?;
+    scram_bootstrap::spawn(node.broker.clone(), bootstrap_users);
+    // One line per listener first (tests and scripts read the ports), then the inter-broker one.
+    for (name, addr) in &node.listeners {
+        println!("Runnel broker {} listener {name} on {addr}", node.node_id);
+    }
     println!(
         "Runnel broker {} listening on {}",
         node.node_id, node.listen_addr

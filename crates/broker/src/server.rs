@@ -11,23 +11,29 @@
 //! `connections.max.idle.ms` is closed, half-received frame or not; request bytes come out of
 //! one pool (`queued.max.request.bytes`) and an empty pool stops reading (backpressure).
 
+mod authenticate;
+pub mod dn;
 pub mod fd_limit;
 pub mod frame;
 pub mod limits;
+pub mod listeners;
 pub mod memory;
+pub mod sasl;
+pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
 use crate::dispatch::{dispatch, DispatchError};
-use crate::principal::ConnectionIdentity;
+use crate::principal::{ConnectionIdentity, KafkaPrincipal};
+use authenticate::{pre_auth, PreAuth, Then};
 use frame::{read_frame, Frame};
 use limits::{ConnectionCounts, PerIpLimits, ServerLimits};
 use memory::RequestMemory;
@@ -40,9 +46,18 @@ const READ_BUFFER: usize = 4 * 1024;
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// One listener as the connection tasks see it: its name, and TLS and SASL when its security
+/// protocol has them.
+pub struct ListenerRuntime {
+    pub name: String,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    pub sasl: Option<Arc<sasl::SaslConfig>>,
+}
+
 /// What every connection task shares.
 struct Shared {
     broker: Arc<Broker>,
+    listener: Arc<ListenerRuntime>,
     idle_timeout: Option<Duration>,
     max_request_bytes: usize,
     memory: RequestMemory,
@@ -73,6 +88,7 @@ pub fn accept_backoff(failures: u32) -> Duration {
 /// Accepts connections until `shutdown` flips to true.
 pub async fn serve(
     listener: TcpListener,
+    runtime: Arc<ListenerRuntime>,
     broker: Arc<Broker>,
     limits: ServerLimits,
     mut shutdown: watch::Receiver<bool>,
@@ -82,6 +98,7 @@ pub async fn serve(
     ));
     let shared = Arc::new(Shared {
         broker,
+        listener: runtime,
         idle_timeout: limits.idle_timeout,
         max_request_bytes: limits.max_request_bytes,
         memory: RequestMemory::new(limits.request_memory),
@@ -89,6 +106,7 @@ pub async fn serve(
         per_ip: limits.per_ip,
     });
     tracing::info!(
+        listener = %shared.listener.name,
         max_connections = limits.max_connections,
         request_memory = shared.memory.capacity_bytes(),
         idle_timeout_ms = limits.idle_timeout.map(|d| d.as_millis() as u64),
@@ -157,6 +175,10 @@ enum Closed {
     Shutdown,
     #[error("client closed the connection")]
     Eof,
+    #[error("TLS handshake failed: {0}")]
+    Tls(std::io::Error),
+    #[error("{0}")]
+    Authentication(String),
 }
 
 /// Runs `f`, or gives up with [`Closed::Idle`] after the idle timeout.
@@ -178,14 +200,47 @@ async fn connection(
     slot: Slot,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let _ = stream.set_nodelay(true);
+    let shared = &slot.shared;
+    let identity = ConnectionIdentity::anonymous(peer, shared.listener.name.clone());
+    let work = async {
+        let Some(acceptor) = &shared.listener.tls else {
+            return serve_connection(stream, identity, shared).await;
+        };
+        // The handshake counts as idle time: a client that never finishes it is closed too.
+        let accepted = within(shared.idle_timeout, async {
+            acceptor.accept(stream).await.map_err(Closed::Tls)
+        })
+        .await;
+        match accepted {
+            Ok(tls) => {
+                let mut identity = identity;
+                // SSL: the certificate names the principal; SASL_SSL: SASL will.
+                if shared.listener.sasl.is_none() {
+                    if let Some(dn) = client_certificate_dn(&tls) {
+                        identity.principal = KafkaPrincipal::user(dn);
+                    }
+                }
+                serve_connection(tls, identity, shared).await
+            }
+            Err(closed) => closed,
+        }
+    };
     let ended = tokio::select! {
-        ended = serve_connection(stream, peer, &slot.shared) => ended,
+        ended = work => ended,
         _ = shutdown.changed() => Closed::Shutdown,
     };
     match ended {
         Closed::Eof | Closed::Shutdown => {}
-        Closed::Idle | Closed::Write(_) | Closed::Frame(frame::FrameError::Truncated { .. }) => {
+        Closed::Idle
+        | Closed::Write(_)
+        | Closed::Tls(_)
+        | Closed::Frame(frame::FrameError::Truncated { .. }) => {
             tracing::debug!(%peer, "closing connection: {ended}")
+        }
+        // Logged once, with the address and the principal name the client gave; never a secret.
+        Closed::Authentication(_) => {
+            tracing::warn!(%peer, listener = %shared.listener.name, "{ended}; closing connection")
         }
         Closed::Frame(_) | Closed::BadRequest(_) => {
             tracing::warn!(%peer, reason = %ended, "closing connection")
@@ -193,12 +248,29 @@ async fn connection(
     }
 }
 
+/// The verified client certificate's subject (Kafka's DEFAULT principal mapping).
+fn client_certificate_dn(tls: &tokio_rustls::server::TlsStream<TcpStream>) -> Option<String> {
+    let (_, session) = tls.get_ref();
+    let cert = session.peer_certificates()?.first()?;
+    dn::subject_dn(cert)
+}
+
+/// A random SCRAM server nonce (printable, no commas: RFC 5802's `printable`).
+fn server_nonce() -> String {
+    use rand::distributions::{Alphanumeric, DistString};
+    Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
+}
+
 /// Reads, handles and answers requests one at a time until something ends the connection.
-async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) -> Closed {
-    let _ = stream.set_nodelay(true);
-    let (reader, mut writer) = stream.into_split();
+async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
+    stream: S,
+    mut identity: ConnectionIdentity,
+    shared: &Shared,
+) -> Closed {
+    let (reader, writer) = tokio::io::split(stream);
+    let mut writer = std::pin::pin!(writer);
     let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
-    let identity = ConnectionIdentity::anonymous(peer, "PLAINTEXT");
+    let mut sasl = shared.listener.sasl.clone().map(sasl::SaslSession::new);
     loop {
         // The idle clock runs from the last response until a whole request is in: bytes of a
         // half-received frame do not reset it, so a trickling sender is closed too.
@@ -212,9 +284,20 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) 
             Ok(frame) => frame,
             Err(closed) => return closed,
         };
-        let response = match dispatch(&shared.broker, bytes, &identity).await {
-            Ok(response) => response,
-            Err(DispatchError(reason)) => return Closed::BadRequest(reason),
+        let response = match sasl.as_mut().filter(|s| !s.is_authenticated()) {
+            Some(session) => match pre_auth(session, &bytes, &server_nonce()) {
+                PreAuth::Dispatch => None,
+                PreAuth::Refuse(reason) => return Closed::Authentication(reason),
+                PreAuth::Reply(reply, then) => Some((reply, then)),
+            },
+            None => None,
+        };
+        let (response, then) = match response {
+            Some((reply, then)) => (Some(reply), then),
+            None => match dispatch(&shared.broker, bytes, &identity).await {
+                Ok(response) => (response, Then::Continue),
+                Err(DispatchError(reason)) => return Closed::BadRequest(reason),
+            },
         };
         drop(lease);
         if let Some(response) = response {
@@ -224,6 +307,17 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) 
             .await;
             if let Err(closed) = written {
                 return closed;
+            }
+        }
+        match then {
+            Then::Continue => {}
+            Then::Authenticated(user) => {
+                tracing::debug!(peer = %identity.peer, %user, "authenticated");
+                identity.principal = KafkaPrincipal::user(user);
+            }
+            Then::Close { reason, .. } => {
+                let _ = writer.flush().await;
+                return Closed::Authentication(reason);
             }
         }
     }

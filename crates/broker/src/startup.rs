@@ -45,6 +45,8 @@ use crate::BrokerError;
 pub struct RunningBroker {
     pub node_id: i32,
     pub listen_addr: SocketAddr,
+    /// Every listener's name and bound address.
+    pub listeners: Vec<(String, SocketAddr)>,
     pub broker: Arc<Broker>,
     shutdown: watch::Sender<bool>,
     server: JoinHandle<()>,
@@ -111,25 +113,6 @@ fn cluster_id_from_voters(voters: &BTreeMap<i32, String>) -> String {
         chunk.copy_from_slice(&crc.to_be_bytes());
     }
     base64_url(&bytes)
-}
-
-/// The host and port clients should use: `--advertise`, else the bound listener.
-fn advertised(
-    config: &BrokerConfig,
-    listen_addr: SocketAddr,
-) -> Result<(String, u16), BrokerError> {
-    match &config.advertise {
-        Some(adv) => {
-            let (h, p) = adv.rsplit_once(':').ok_or_else(|| {
-                BrokerError::Config(format!("--advertise expects HOST:PORT, got '{adv}'"))
-            })?;
-            let port = p
-                .parse::<u16>()
-                .map_err(|_| BrokerError::Config(format!("--advertise has a bad port: '{adv}'")))?;
-            Ok((h.to_string(), port))
-        }
-        None => Ok((listen_addr.ip().to_string(), listen_addr.port())),
-    }
 }
 
 /// Applies every committed metadata batch (or snapshot) to the image and publishes it: the
@@ -384,11 +367,31 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let session_timeout =
         Duration::from_millis(config.get_i64("broker.session.timeout.ms", 9000).max(1) as u64);
 
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| BrokerError::Startup(format!("cannot listen on {}: {e}", config.listen)))?;
-    let listen_addr = listener.local_addr()?;
-    let (host, port) = advertised(&config, listen_addr)?;
+    let plan = config.listener_plan()?;
+    let mut bound = Vec::new();
+    let mut advertised_listeners = BTreeMap::new();
+    for endpoint in &plan.listeners {
+        let addr = endpoint.bind_addr().map_err(BrokerError::Config)?;
+        let listener = TcpListener::bind(addr).await.map_err(|e| {
+            BrokerError::Startup(format!("cannot listen on {addr} ({}): {e}", endpoint.name))
+        })?;
+        let local = listener.local_addr()?;
+        advertised_listeners.insert(
+            endpoint.name.clone(),
+            crate::listener_config::advertised_endpoint(&plan, &endpoint.name, local),
+        );
+        bound.push((endpoint.clone(), listener, local));
+    }
+    // The inter-broker listener's address is the one registered (what other brokers dial).
+    let listen_addr = bound
+        .iter()
+        .find(|(e, _, _)| e.name == plan.inter_broker)
+        .map(|(_, _, local)| *local)
+        .ok_or_else(|| BrokerError::Config("no inter-broker listener".into()))?;
+    let (host, port) = advertised_listeners
+        .get(&plan.inter_broker)
+        .cloned()
+        .unwrap_or((listen_addr.ip().to_string(), listen_addr.port()));
 
     let mut heartbeats = None;
     let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
@@ -574,8 +577,18 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         id_expiration_ms: config.get_i64("transactional.id.expiration.ms", 604_800_000),
     };
     let txns = crate::txn_manager::spawn(node_id, txn_config, replicas.clone(), image_rx.clone());
+    let listeners = bound
+        .iter()
+        .map(|(e, _, local)| (e.name.clone(), *local))
+        .collect();
+    let mut runtimes = Vec::new();
+    for (endpoint, listener, _) in bound {
+        let runtime = config.listener_runtime(&endpoint, &image_rx)?;
+        runtimes.push((listener, Arc::new(runtime)));
+    }
     let broker = Arc::new(Broker::new(BrokerParts {
         config,
+        advertised_listeners,
         cluster_id,
         image: image_rx,
         controller,
@@ -611,15 +624,27 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         checkpoint_every,
         shutdown_rx.clone(),
     );
-    let server = tokio::spawn(crate::server::serve(
-        listener,
-        broker.clone(),
-        server_limits,
-        shutdown_rx,
-    ));
+    let servers: Vec<_> = runtimes
+        .into_iter()
+        .map(|(listener, runtime)| {
+            tokio::spawn(crate::server::serve(
+                listener,
+                runtime,
+                broker.clone(),
+                server_limits.clone(),
+                shutdown_rx.clone(),
+            ))
+        })
+        .collect();
+    let server = tokio::spawn(async move {
+        for s in servers {
+            let _ = s.await;
+        }
+    });
     Ok(RunningBroker {
         node_id,
         listen_addr,
+        listeners,
         broker,
         shutdown,
         server,

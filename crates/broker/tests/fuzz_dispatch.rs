@@ -183,6 +183,18 @@ macro_rules! paste_request {
     (DescribeTopicPartitions) => {
         DescribeTopicPartitionsRequest
     };
+    (SaslHandshake) => {
+        SaslHandshakeRequest
+    };
+    (SaslAuthenticate) => {
+        SaslAuthenticateRequest
+    };
+    (DescribeUserScramCredentials) => {
+        DescribeUserScramCredentialsRequest
+    };
+    (AlterUserScramCredentials) => {
+        AlterUserScramCredentialsRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -259,6 +271,10 @@ requests!(
     DescribeTransactions,
     ListTransactions,
     WriteTxnMarkers,
+    SaslHandshake,
+    SaslAuthenticate,
+    DescribeUserScramCredentials,
+    AlterUserScramCredentials,
 );
 
 fn name(s: &'static str) -> TopicName {

@@ -110,6 +110,28 @@ pub struct MetadataImage {
     pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
     pub next_producer_id: i64,
     pub features: BTreeMap<String, i16>,
+    /// SCRAM credentials by (user, KIP-554 mechanism id).
+    pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
+}
+
+/// A salted SCRAM credential as the metadata stores it (never the password).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredScramCredential {
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: u32,
+}
+
+/// Keeps the keys out of every `{:?}` of the image.
+impl std::fmt::Debug for StoredScramCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "StoredScramCredential {{ iterations: {} }}",
+            self.iterations
+        )
+    }
 }
 
 impl MetadataImage {
@@ -124,6 +146,7 @@ impl MetadataImage {
             configs: BTreeMap::new(),
             next_producer_id: 0,
             features: BTreeMap::new(),
+            scram_credentials: BTreeMap::new(),
         }
     }
 
@@ -432,6 +455,27 @@ impl MetadataImage {
                 self.features.insert(name.clone(), *level);
             }
             MetadataRecord::NoOp => {}
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                salt,
+                stored_key,
+                server_key,
+                iterations,
+            } => {
+                self.scram_credentials.insert(
+                    (name.clone(), *mechanism),
+                    StoredScramCredential {
+                        salt: salt.clone(),
+                        stored_key: stored_key.clone(),
+                        server_key: server_key.clone(),
+                        iterations: *iterations,
+                    },
+                );
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                self.scram_credentials.remove(&(name.clone(), *mechanism));
+            }
         }
         Ok(())
     }

@@ -29,6 +29,9 @@ pub mod topic_config;
 pub mod topic_name;
 
 pub use controller::{
+    alter_user_scram_credentials, ScramAlterResult, ScramDeletion, ScramUpsertion,
+};
+pub use controller::{
     AlterConfigOp, BrokerSessions, Controller, ControllerConfig, CreatePartitionsRequest,
     CreateTopicOutcome, CreateTopicRequest, CreatedTopic, ElectionResult, ElectionType,
     ReassignmentRequest, ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,
@@ -39,7 +42,10 @@ pub use group_config::{
     describe_group_configs, effective_group_config, group_config_def, group_config_doc,
     validate_group_configs, EffectiveGroupConfig, GROUP_CONFIGS,
 };
-pub use image::{BrokerRegistration, ImageError, MetadataImage, PartitionImage, TopicImage};
+pub use image::{
+    BrokerRegistration, ImageError, MetadataImage, PartitionImage, StoredScramCredential,
+    TopicImage,
+};
 pub use placement::{
     add_partitions_assignment, assign_replicas, assign_replicas_with_shift,
     validate_manual_assignment, PlacementPolicy,

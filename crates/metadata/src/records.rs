@@ -109,6 +109,19 @@ pub enum MetadataRecord {
     FeatureLevel { name: String, level: i16 },
     /// Heartbeat of the log: advances the offset, changes nothing.
     NoOp,
+    /// A user's salted SCRAM credential for one mechanism (KRaft's
+    /// `UserScramCredentialRecord`; `mechanism` is KIP-554's id: 1 = SHA-256, 2 = SHA-512).
+    /// Only the salted form is stored: the password never reaches the metadata.
+    UserScramCredential {
+        name: String,
+        mechanism: i8,
+        salt: Vec<u8>,
+        stored_key: Vec<u8>,
+        server_key: Vec<u8>,
+        iterations: u32,
+    },
+    /// A user's credential for one mechanism was deleted.
+    RemoveUserScramCredential { name: String, mechanism: i8 },
 }
 
 impl MetadataRecord {
@@ -126,6 +139,8 @@ impl MetadataRecord {
             MetadataRecord::ProducerIds { .. } => 15,
             MetadataRecord::BrokerRegistrationChange { .. } => 17,
             MetadataRecord::NoOp => 20,
+            MetadataRecord::UserScramCredential { .. } => 11,
+            MetadataRecord::RemoveUserScramCredential { .. } => 22,
         }
     }
 
@@ -143,6 +158,8 @@ impl MetadataRecord {
             MetadataRecord::ProducerIds { .. } => "ProducerIdsRecord",
             MetadataRecord::BrokerRegistrationChange { .. } => "BrokerRegistrationChangeRecord",
             MetadataRecord::NoOp => "NoOpRecord",
+            MetadataRecord::UserScramCredential { .. } => "UserScramCredentialRecord",
+            MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredentialRecord",
         }
     }
 }

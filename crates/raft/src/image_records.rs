@@ -74,6 +74,16 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
             });
         }
     }
+    for ((name, mechanism), c) in &image.scram_credentials {
+        out.push(MetadataRecord::UserScramCredential {
+            name: name.clone(),
+            mechanism: *mechanism,
+            salt: c.salt.clone(),
+            stored_key: c.stored_key.clone(),
+            server_key: c.server_key.clone(),
+            iterations: c.iterations,
+        });
+    }
     if image.next_producer_id > 0 {
         out.push(MetadataRecord::ProducerIds {
             broker_id: -1,

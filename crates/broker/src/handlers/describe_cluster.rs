@@ -14,7 +14,7 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 
 use super::metadata::authorized_operations;
 use super::str_bytes;
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
 /// KIP-919's endpoint types (org.apache.kafka.clients.admin.EndpointType).
@@ -28,6 +28,7 @@ pub async fn handle(
     broker: &Arc<Broker>,
     request: DescribeClusterRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> DescribeClusterResponse {
     if let Some(refusal) = check_endpoint_type(request.endpoint_type, version) {
         return refusal;
@@ -36,10 +37,11 @@ pub async fn handle(
     let brokers: Vec<DescribeClusterBroker> = image
         .live_brokers()
         .map(|b| {
+            let (host, port) = broker.endpoint_of(b, &ctx.listener);
             DescribeClusterBroker::default()
                 .with_broker_id(BrokerId(b.id))
-                .with_host(str_bytes(&b.host))
-                .with_port(i32::from(b.port))
+                .with_host(str_bytes(&host))
+                .with_port(i32::from(port))
                 .with_rack(b.rack.as_deref().map(str_bytes))
         })
         .collect();

@@ -123,9 +123,15 @@ async fn ensure_internal_topic(broker: &Arc<Broker>, topic: InternalTopic) {
     }
 }
 
-/// (error, node id, host, port) of the coordinator for `key`: the leader of its partition of
-/// `__consumer_offsets` (key type 0, a group) or `__transaction_state` (1, a transactional id).
-async fn locate(broker: &Arc<Broker>, key: &str, key_type: i8) -> (i16, i32, String, i32) {
+/// (error, node id, host, port on the client's `listener`) of the coordinator for `key`: the
+/// leader of its partition of `__consumer_offsets` (key type 0, a group) or
+/// `__transaction_state` (1, a transactional id).
+async fn locate(
+    broker: &Arc<Broker>,
+    key: &str,
+    key_type: i8,
+    listener: &str,
+) -> (i16, i32, String, i32) {
     let topic = match key_type {
         0 => offsets_topic(),
         1 => transaction_topic(broker),
@@ -140,7 +146,10 @@ async fn locate(broker: &Arc<Broker>, key: &str, key_type: i8) -> (i16, i32, Str
     let p = runnel_group::partition_for_group(key, topic.partitions.len() as i32);
     let leader = topic.partitions.get(&p).map(|p| p.leader).unwrap_or(-1);
     match image.brokers.get(&leader).filter(|b| !b.fenced) {
-        Some(b) => (0, b.id, b.host.clone(), b.port as i32),
+        Some(b) => {
+            let (host, port) = broker.endpoint_of(b, listener);
+            (0, b.id, host, i32::from(port))
+        }
         None => (COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1),
     }
 }
@@ -149,11 +158,13 @@ pub async fn find_coordinator(
     broker: &Arc<Broker>,
     request: FindCoordinatorRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> FindCoordinatorResponse {
     if version >= 4 {
         let mut coordinators = Vec::with_capacity(request.coordinator_keys.len());
         for key in &request.coordinator_keys {
-            let (code, node, host, port) = locate(broker, key.as_str(), request.key_type).await;
+            let (code, node, host, port) =
+                locate(broker, key.as_str(), request.key_type, &ctx.listener).await;
             coordinators.push(
                 Coordinator::default()
                     .with_key(key.clone())
@@ -166,7 +177,13 @@ pub async fn find_coordinator(
         }
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    let (code, node, host, port) = locate(broker, request.key.as_str(), request.key_type).await;
+    let (code, node, host, port) = locate(
+        broker,
+        request.key.as_str(),
+        request.key_type,
+        &ctx.listener,
+    )
+    .await;
     let response = FindCoordinatorResponse::default()
         .with_error_code(code)
         .with_node_id(BrokerId(node))

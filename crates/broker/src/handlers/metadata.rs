@@ -14,13 +14,14 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use runnel_metadata::{validate_topic_name, CreateTopicRequest, MetadataImage, TopicImage};
 
 use super::{str_bytes, topic_name};
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
 pub async fn handle(
     broker: &Arc<Broker>,
     request: MetadataRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> MetadataResponse {
     // v1+: null = all topics, empty = none.
     let requested: Option<Vec<String>> = request.topics.as_ref().map(|topics| {
@@ -82,7 +83,7 @@ pub async fn handle(
         });
     }
     let response = MetadataResponse::default()
-        .with_brokers(brokers(&image))
+        .with_brokers(brokers(&image, broker, &ctx.listener))
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
         .with_controller_id(BrokerId(broker.controller_id()))
         .with_cluster_authorized_operations(authorized_operations::cluster_operations(
@@ -154,14 +155,16 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
     }
 }
 
-pub fn brokers(image: &MetadataImage) -> Vec<MetadataResponseBroker> {
+/// The live brokers, at the endpoints of the listener the client used.
+pub fn brokers(image: &MetadataImage, me: &Broker, listener: &str) -> Vec<MetadataResponseBroker> {
     image
         .live_brokers()
         .map(|b| {
+            let (host, port) = me.endpoint_of(b, listener);
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(b.id))
-                .with_host(str_bytes(&b.host))
-                .with_port(b.port as i32)
+                .with_host(str_bytes(&host))
+                .with_port(i32::from(port))
                 .with_rack(b.rack.as_deref().map(str_bytes))
         })
         .collect()

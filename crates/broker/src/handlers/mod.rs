@@ -24,6 +24,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
+pub mod scram_credentials;
 pub mod topics;
 pub mod write_txn_markers;
 

@@ -73,6 +73,7 @@ impl InProcessBroker {
             controller_listen: None,
             controller_quorum_voters: None,
             rack: None,
+            add_scram: Vec::new(),
         };
         let config = BrokerConfig::from_args(&args).expect("valid test config");
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -20,6 +20,7 @@ mod elect_leaders;
 mod events;
 mod reassign;
 mod rebalance;
+mod scram;
 mod sessions;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -42,6 +43,7 @@ pub use delete_topics::{DeleteTopicResult, TopicRef};
 pub use elect_leaders::{ElectionResult, ElectionType};
 use events::EventLog;
 pub use reassign::{ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS};
+pub use scram::{alter_user_scram_credentials, ScramAlterResult, ScramDeletion, ScramUpsertion};
 pub use sessions::{BrokerSessions, HeartbeatOutcome};
 
 /// Most partitions one CreateTopics or CreatePartitions request may create in total (Kafka's

@@ -1,4 +1,4 @@
-//! `runnel configs`: kafka-configs.sh for topics and brokers.
+//! `runnel configs`: kafka-configs.sh for topics, brokers and users (SCRAM credentials).
 
 use anyhow::{bail, Result};
 use clap::{ArgGroup, Args, ValueEnum};
@@ -16,6 +16,8 @@ pub enum EntityType {
     Topics,
     /// Broker configs.
     Brokers,
+    /// SCRAM credentials of users (KIP-554).
+    Users,
 }
 
 /// Flags of kafka-configs.sh that Runnel implements.
@@ -57,6 +59,9 @@ pub async fn run(args: ConfigsArgs) -> Result<()> {
     if args.entity_default && args.entity_type == EntityType::Topics {
         bail!("--entity-default is only valid with --entity-type brokers");
     }
+    if args.entity_type == EntityType::Users {
+        return users(&admin, &args).await;
+    }
     if args.describe {
         describe(&admin, &args).await
     } else {
@@ -64,10 +69,36 @@ pub async fn run(args: ConfigsArgs) -> Result<()> {
     }
 }
 
+async fn users(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
+    if args.entity_default {
+        bail!("--entity-default is not supported for users (SCRAM credentials are per user)");
+    }
+    if args.describe {
+        return super::user_scram::describe(admin, args.entity_name.as_deref()).await;
+    }
+    let Some(user) = &args.entity_name else {
+        bail!("--alter needs --entity-name for users");
+    };
+    let adds = match &args.add_config {
+        Some(s) => parse_add_config(s)?,
+        None => Vec::new(),
+    };
+    let deletes = args
+        .delete_config
+        .as_deref()
+        .map(parse_delete_config)
+        .unwrap_or_default();
+    if adds.is_empty() && deletes.is_empty() {
+        bail!("--alter needs --add-config and/or --delete-config");
+    }
+    super::user_scram::alter(admin, user, &adds, &deletes).await
+}
+
 fn resource(args: &ConfigsArgs, name: &str) -> ConfigResource {
     match args.entity_type {
         EntityType::Topics => ConfigResource::topic(name),
-        EntityType::Brokers => ConfigResource::broker(name),
+        // Users never reach the config APIs (`users` handles them).
+        EntityType::Brokers | EntityType::Users => ConfigResource::broker(name),
     }
 }
 
@@ -76,7 +107,7 @@ async fn describe(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
         (Some(n), _) => vec![n.clone()],
         (None, EntityType::Topics) => admin.list_topics(true).await?,
         (None, EntityType::Brokers) if args.entity_default => vec![String::new()],
-        (None, EntityType::Brokers) => admin
+        (None, EntityType::Brokers | EntityType::Users) => admin
             .describe_cluster()
             .await?
             .brokers
@@ -153,10 +184,12 @@ async fn alter(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
         admin.alter_configs(&res, &configs, false).await?;
     }
     match (args.entity_type, name.is_empty()) {
-        (EntityType::Brokers, true) => {
+        (EntityType::Brokers | EntityType::Users, true) => {
             println!("Completed updating default config for brokers in the cluster.")
         }
-        (EntityType::Brokers, false) => println!("Completed updating config for broker {name}."),
+        (EntityType::Brokers | EntityType::Users, false) => {
+            println!("Completed updating config for broker {name}.")
+        }
         (EntityType::Topics, _) => println!("Completed updating config for topic {name}."),
     }
     Ok(())
@@ -165,8 +198,8 @@ async fn alter(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
 fn dynamic_source(entity: EntityType, name: &str) -> ConfigSource {
     match (entity, name.is_empty()) {
         (EntityType::Topics, _) => ConfigSource::DynamicTopicConfig,
-        (EntityType::Brokers, true) => ConfigSource::DynamicDefaultBrokerConfig,
-        (EntityType::Brokers, false) => ConfigSource::DynamicBrokerConfig,
+        (EntityType::Brokers | EntityType::Users, true) => ConfigSource::DynamicDefaultBrokerConfig,
+        (EntityType::Brokers | EntityType::Users, false) => ConfigSource::DynamicBrokerConfig,
     }
 }
 
@@ -180,10 +213,12 @@ pub fn format_describe(
     let kind = if all { "All" } else { "Dynamic" };
     let mut out = match (entity, name.is_empty()) {
         (EntityType::Topics, _) => format!("{kind} configs for topic {name} are:\n"),
-        (EntityType::Brokers, true) => {
+        (EntityType::Brokers | EntityType::Users, true) => {
             "Default configs for brokers in the cluster are:\n".to_string()
         }
-        (EntityType::Brokers, false) => format!("{kind} configs for broker {name} are:\n"),
+        (EntityType::Brokers | EntityType::Users, false) => {
+            format!("{kind} configs for broker {name} are:\n")
+        }
     };
     let wanted = dynamic_source(entity, name);
     for e in entries.iter().filter(|e| all || e.source == wanted) {

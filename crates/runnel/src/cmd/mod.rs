@@ -19,6 +19,7 @@ pub mod topic_filter;
 pub mod topic_id;
 pub mod topics;
 pub mod transactions;
+pub mod user_scram;
 
 use std::sync::Arc;
 

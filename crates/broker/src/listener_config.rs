@@ -1,0 +1,288 @@
+//! The broker's listeners from its configuration: which to bind, what each advertises, and
+//! each one's TLS and SASL settings (`listener.name.<name>.` overrides first, as in Kafka).
+//!
+//! Without `listeners`, `--listen` is the one PLAINTEXT listener (the shorthand keeps working).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use runnel_metadata::MetadataImage;
+use tokio::sync::watch;
+
+use crate::config::BrokerConfig;
+use crate::server::listeners::{self, Endpoint, SecurityProtocol, DEFAULT_PROTOCOL_MAP};
+use crate::server::sasl::scram::{ScramCredential, ScramMechanism};
+use crate::server::sasl::{jaas, SaslConfig, ScramStore, PLAIN};
+use crate::server::{tls, ListenerRuntime};
+use crate::BrokerError;
+
+/// The listeners as configured.
+#[derive(Debug, Clone)]
+pub struct ListenerPlan {
+    pub listeners: Vec<Endpoint>,
+    /// `advertised.listeners` by listener name (an empty host means the bound address).
+    pub advertised: BTreeMap<String, (String, u16)>,
+    /// The listener brokers use among themselves (its address is the registered one).
+    pub inter_broker: String,
+}
+
+fn config_error(e: String) -> BrokerError {
+    BrokerError::Config(e)
+}
+
+impl BrokerConfig {
+    fn listener_prop(&self, listener: &str, key: &str) -> Option<String> {
+        let prefixed = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
+        self.props
+            .get(&prefixed)
+            .or_else(|| self.props.get(key))
+            .cloned()
+    }
+
+    pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
+        let map_text = self
+            .props
+            .get("listener.security.protocol.map")
+            .map(String::as_str)
+            .unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let map = listeners::parse_protocol_map(map_text).map_err(config_error)?;
+        let listeners = match self.props.get("listeners") {
+            Some(text) => {
+                listeners::parse_listeners("listeners", text, &map).map_err(config_error)?
+            }
+            None => vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                protocol: SecurityProtocol::Plaintext,
+                host: self.listen.ip().to_string(),
+                port: self.listen.port(),
+            }],
+        };
+        for l in &listeners {
+            l.bind_addr().map_err(config_error)?;
+        }
+        let inter_broker = listeners::inter_broker_listener(
+            &listeners,
+            self.props
+                .get("inter.broker.listener.name")
+                .map(String::as_str),
+            self.props
+                .get("security.inter.broker.protocol")
+                .map(String::as_str),
+        )
+        .map_err(config_error)?;
+        let mut advertised = BTreeMap::new();
+        if let Some(text) = self.props.get("advertised.listeners") {
+            for a in listeners::parse_listeners("advertised.listeners", text, &map)
+                .map_err(config_error)?
+            {
+                if !listeners.iter().any(|l| l.name == a.name) {
+                    return Err(config_error(format!(
+                        "advertised.listeners names '{}', which is not in listeners",
+                        a.name
+                    )));
+                }
+                advertised.insert(a.name, (a.host, a.port));
+            }
+        }
+        if let Some(adv) = &self.advertise {
+            // --advertise is the shorthand for the inter-broker listener's advertised address.
+            let (h, p) = adv.rsplit_once(':').ok_or_else(|| {
+                config_error(format!("--advertise expects HOST:PORT, got '{adv}'"))
+            })?;
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| config_error(format!("--advertise has a bad port: '{adv}'")))?;
+            advertised
+                .entry(inter_broker.clone())
+                .or_insert((h.to_string(), port));
+        }
+        Ok(ListenerPlan {
+            listeners,
+            advertised,
+            inter_broker,
+        })
+    }
+
+    /// TLS and SASL for one listener; errors are startup errors naming the property.
+    pub fn listener_runtime(
+        &self,
+        endpoint: &Endpoint,
+        image: &watch::Receiver<Arc<MetadataImage>>,
+    ) -> Result<ListenerRuntime, BrokerError> {
+        let name = &endpoint.name;
+        let lookup = |key: &str| self.listener_prop(name, key);
+        let context = |e: String| config_error(format!("listener {name}: {e}"));
+        let tls = if endpoint.protocol.uses_tls() {
+            Some(tls::acceptor(&lookup).map_err(context)?)
+        } else {
+            None
+        };
+        let sasl = if endpoint.protocol.uses_sasl() {
+            Some(Arc::new(self.sasl_config(name, image).map_err(context)?))
+        } else {
+            None
+        };
+        Ok(ListenerRuntime {
+            name: name.clone(),
+            tls,
+            sasl,
+        })
+    }
+
+    fn sasl_config(
+        &self,
+        listener: &str,
+        image: &watch::Receiver<Arc<MetadataImage>>,
+    ) -> Result<SaslConfig, String> {
+        // Kafka's default is GSSAPI, which Runnel does not implement: the list must be given.
+        let enabled = self
+            .listener_prop(listener, "sasl.enabled.mechanisms")
+            .ok_or(
+            "a SASL listener needs sasl.enabled.mechanisms (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
+        )?;
+        let mechanisms: Vec<String> = enabled
+            .split(',')
+            .map(|m| m.trim().to_ascii_uppercase())
+            .filter(|m| !m.is_empty())
+            .collect();
+        for m in &mechanisms {
+            if m != PLAIN && ScramMechanism::from_name(m).is_none() {
+                return Err(format!("sasl.enabled.mechanisms: {m} is not supported"));
+            }
+        }
+        let mut plain_users = BTreeMap::new();
+        if mechanisms.iter().any(|m| m == PLAIN) {
+            let key = format!(
+                "listener.name.{}.plain.sasl.jaas.config",
+                listener.to_ascii_lowercase()
+            );
+            let text = self
+                .props
+                .get(&key)
+                .or_else(|| self.props.get("sasl.jaas.config"))
+                .ok_or_else(|| format!("PLAIN needs {key} (or sasl.jaas.config) with user_<name>=\"<password>\" entries"))?;
+            plain_users = jaas::parse(text)?.plain_users();
+        }
+        Ok(SaslConfig {
+            mechanisms,
+            plain_users,
+            scram: scram_store(image.clone()),
+        })
+    }
+}
+
+/// SCRAM credentials as the replicated metadata holds them, read at each authentication.
+fn scram_store(image: watch::Receiver<Arc<MetadataImage>>) -> ScramStore {
+    Arc::new(move |user: &str, mechanism: ScramMechanism| {
+        let image = image.borrow().clone();
+        let stored = image
+            .scram_credentials
+            .get(&(user.to_string(), mechanism.id()))?;
+        Some(ScramCredential {
+            salt: stored.salt.clone(),
+            stored_key: stored.stored_key.clone(),
+            server_key: stored.server_key.clone(),
+            iterations: stored.iterations,
+        })
+    })
+}
+
+/// Where a bound listener is advertised: `advertised.listeners`, else the bound address.
+pub fn advertised_endpoint(plan: &ListenerPlan, name: &str, bound: SocketAddr) -> (String, u16) {
+    match plan.advertised.get(name) {
+        Some((host, port)) if !host.is_empty() => {
+            (host.clone(), if *port == 0 { bound.port() } else { *port })
+        }
+        _ => (bound.ip().to_string(), bound.port()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_config() -> BrokerConfig {
+        BrokerConfig {
+            node_id: 1,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            advertise: None,
+            data_dir: "./x".into(),
+            cluster: None,
+            props: BTreeMap::new(),
+        }
+    }
+
+    fn plan(props: &[(&str, &str)]) -> Result<ListenerPlan, BrokerError> {
+        let mut config = test_config();
+        for (k, v) in props {
+            config.props.insert(k.to_string(), v.to_string());
+        }
+        config.listener_plan()
+    }
+
+    #[test]
+    fn listen_flag_is_the_plaintext_shorthand() {
+        let p = plan(&[]).unwrap();
+        assert_eq!(p.listeners.len(), 1);
+        assert_eq!(p.listeners[0].name, "PLAINTEXT");
+        assert_eq!(p.inter_broker, "PLAINTEXT");
+    }
+
+    #[test]
+    fn listeners_and_advertised_listeners() {
+        let p = plan(&[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            ),
+            ("advertised.listeners", "SASL_SSL://broker.example:9094"),
+        ])
+        .unwrap();
+        let bound: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        assert_eq!(
+            advertised_endpoint(&p, "SASL_SSL", bound),
+            ("broker.example".to_string(), 9094)
+        );
+        assert_eq!(
+            advertised_endpoint(&p, "PLAINTEXT", bound),
+            ("127.0.0.1".to_string(), 5555)
+        );
+        assert!(plan(&[
+            ("listeners", "PLAINTEXT://127.0.0.1:0"),
+            ("advertised.listeners", "SSL://h:1")
+        ])
+        .is_err());
+        assert!(plan(&[("listeners", "PLAINTEXT://localhost:0")]).is_err());
+    }
+
+    #[test]
+    fn sasl_listener_settings_are_validated() {
+        let mut config = test_config();
+        let (_tx, image) = watch::channel(Arc::new(MetadataImage::empty("c".into())));
+        let sasl = Endpoint {
+            name: "SASL_PLAINTEXT".into(),
+            protocol: SecurityProtocol::SaslPlaintext,
+            host: "127.0.0.1".into(),
+            port: 0,
+        };
+        assert!(config.listener_runtime(&sasl, &image).is_err());
+        config.props.insert(
+            "sasl.enabled.mechanisms".into(),
+            "PLAIN,SCRAM-SHA-512".into(),
+        );
+        assert!(
+            config.listener_runtime(&sasl, &image).is_err(),
+            "PLAIN without JAAS"
+        );
+        config.props.insert(
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config".into(),
+            r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";"#
+                .into(),
+        );
+        let runtime = config.listener_runtime(&sasl, &image).unwrap();
+        let sasl = runtime.sasl.unwrap();
+        assert_eq!(sasl.plain_users["alice"], "pw");
+        assert!((sasl.scram)("alice", ScramMechanism::Sha512).is_none());
+    }
+}

@@ -1,0 +1,288 @@
+//! A connection's SASL exchange (SaslHandshake 17, SaslAuthenticate 36), as a state machine.
+//!
+//! Pure: [`SaslSession::handshake`] and [`SaslSession::authenticate`] take the client's bytes
+//! and return what to answer; the server shell does the I/O. Kafka's rules: before the
+//! exchange completes only ApiVersions, SaslHandshake and SaslAuthenticate are served; a
+//! failure answers SASL_AUTHENTICATION_FAILED and the connection is closed.
+
+pub mod jaas;
+pub mod plain;
+pub mod scram;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use scram::{ScramCredential, ScramMechanism, ServerExchange};
+
+pub const PLAIN: &str = "PLAIN";
+
+/// Looks a user's SCRAM credential up (the metadata image in the broker).
+pub type ScramStore = Arc<dyn Fn(&str, ScramMechanism) -> Option<ScramCredential> + Send + Sync>;
+
+/// A SASL listener's configuration.
+#[derive(Clone)]
+pub struct SaslConfig {
+    /// `sasl.enabled.mechanisms`, in the listener's order.
+    pub mechanisms: Vec<String>,
+    /// PLAIN's users from the listener's JAAS entry.
+    pub plain_users: BTreeMap<String, String>,
+    pub scram: ScramStore,
+}
+
+impl std::fmt::Debug for SaslConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SaslConfig {{ mechanisms: {:?} }}", self.mechanisms)
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Waiting for SaslHandshake.
+    Start,
+    /// Mechanism chosen; `raw` when SaslHandshake v0 announced unframed tokens.
+    Chosen {
+        mechanism: String,
+        raw: bool,
+    },
+    /// SCRAM's first round is done.
+    ScramSent {
+        exchange: Box<ServerExchange>,
+        raw: bool,
+    },
+    Done,
+}
+
+/// The outcome of one SaslAuthenticate (or raw token).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Send these bytes; the exchange continues.
+    Challenge(Vec<u8>),
+    /// Send these bytes; the connection is now `principal_name`.
+    Authenticated { response: Vec<u8>, user: String },
+    /// Answer SASL_AUTHENTICATION_FAILED with this message, then close.
+    Failed {
+        message: String,
+        user: Option<String>,
+    },
+}
+
+pub struct SaslSession {
+    config: Arc<SaslConfig>,
+    state: State,
+}
+
+/// SaslHandshake's outcome: the Kafka error code (0, UNSUPPORTED_SASL_MECHANISM 33 or
+/// ILLEGAL_SASL_STATE 34) and the mechanisms to list.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Handshake {
+    pub error_code: i16,
+    pub mechanisms: Vec<String>,
+}
+
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub const ILLEGAL_SASL_STATE: i16 = 34;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+
+impl SaslSession {
+    pub fn new(config: Arc<SaslConfig>) -> Self {
+        SaslSession {
+            config,
+            state: State::Start,
+        }
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// After SaslHandshake v0 the client sends raw SASL tokens, not SaslAuthenticate frames.
+    pub fn expects_raw_token(&self) -> bool {
+        matches!(
+            self.state,
+            State::Chosen { raw: true, .. } | State::ScramSent { raw: true, .. }
+        )
+    }
+
+    pub fn handshake(&mut self, mechanism: &str, version: i16) -> Handshake {
+        let mechanisms = self.config.mechanisms.clone();
+        if !matches!(self.state, State::Start) {
+            return Handshake {
+                error_code: ILLEGAL_SASL_STATE,
+                mechanisms,
+            };
+        }
+        if !mechanisms.iter().any(|m| m == mechanism) {
+            return Handshake {
+                error_code: UNSUPPORTED_SASL_MECHANISM,
+                mechanisms,
+            };
+        }
+        self.state = State::Chosen {
+            mechanism: mechanism.to_string(),
+            raw: version == 0,
+        };
+        Handshake {
+            error_code: 0,
+            mechanisms,
+        }
+    }
+
+    /// One client token; `server_nonce` is fresh randomness for SCRAM's first round.
+    pub fn authenticate(&mut self, token: &[u8], server_nonce: &str) -> Step {
+        match std::mem::replace(&mut self.state, State::Start) {
+            State::Chosen { mechanism, .. } if mechanism == PLAIN => {
+                match plain::authenticate(token, &self.config.plain_users) {
+                    Ok(user) => self.done(Vec::new(), user),
+                    Err(message) => failed(message, plain_user(token)),
+                }
+            }
+            State::Chosen { mechanism, raw } => {
+                let Some(m) = ScramMechanism::from_name(&mechanism) else {
+                    return failed(format!("Unsupported SASL mechanism {mechanism}"), None);
+                };
+                let first = match scram::parse_client_first(token) {
+                    Ok(first) => first,
+                    Err(e) => return failed(e.to_string(), None),
+                };
+                let user = first.username.clone();
+                let Some(credential) = (self.config.scram)(&user, m) else {
+                    return failed(
+                        "Authentication failed: Invalid user credentials".into(),
+                        Some(user),
+                    );
+                };
+                let (exchange, message) = scram::server_first(m, first, credential, server_nonce);
+                self.state = State::ScramSent {
+                    exchange: Box::new(exchange),
+                    raw,
+                };
+                Step::Challenge(message.into_bytes())
+            }
+            State::ScramSent { exchange, .. } => match exchange.client_final(token) {
+                Ok(server_final) => {
+                    let user = exchange.username().to_string();
+                    self.done(server_final.into_bytes(), user)
+                }
+                Err(_) => failed(
+                    "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM".into(),
+                    Some(exchange.username().to_string()),
+                ),
+            },
+            State::Start | State::Done => failed(
+                "SaslAuthenticate before a successful SaslHandshake".into(),
+                None,
+            ),
+        }
+    }
+
+    fn done(&mut self, response: Vec<u8>, user: String) -> Step {
+        self.state = State::Done;
+        Step::Authenticated { response, user }
+    }
+}
+
+fn failed(message: String, user: Option<String>) -> Step {
+    Step::Failed { message, user }
+}
+
+/// The user a PLAIN token names, for the failure log (never the password).
+fn plain_user(token: &[u8]) -> Option<String> {
+    let user = token.split(|&b| b == 0).nth(1)?;
+    std::str::from_utf8(user).ok().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Arc<SaslConfig> {
+        let cred = ScramCredential::new(ScramMechanism::Sha512, "bob-secret", b"salt", 4096);
+        Arc::new(SaslConfig {
+            mechanisms: vec!["PLAIN".into(), "SCRAM-SHA-512".into()],
+            plain_users: [("alice".to_string(), "alice-secret".to_string())].into(),
+            scram: Arc::new(move |user, m| {
+                (user == "bob" && m == ScramMechanism::Sha512).then(|| cred.clone())
+            }),
+        })
+    }
+
+    #[test]
+    fn plain_exchange() {
+        let mut s = SaslSession::new(config());
+        assert_eq!(
+            s.handshake("GSSAPI", 1).error_code,
+            UNSUPPORTED_SASL_MECHANISM
+        );
+        assert_eq!(s.handshake("PLAIN", 1).error_code, 0);
+        assert!(!s.expects_raw_token());
+        assert_eq!(
+            s.authenticate(b"\0alice\0alice-secret", "n"),
+            Step::Authenticated {
+                response: vec![],
+                user: "alice".into()
+            }
+        );
+        assert!(s.is_authenticated());
+        assert_eq!(s.handshake("PLAIN", 1).error_code, ILLEGAL_SASL_STATE);
+    }
+
+    #[test]
+    fn wrong_plain_password_fails_naming_only_the_user() {
+        let mut s = SaslSession::new(config());
+        s.handshake("PLAIN", 0);
+        assert!(s.expects_raw_token());
+        match s.authenticate(b"\0alice\0nope", "n") {
+            Step::Failed { message, user } => {
+                assert_eq!(user.as_deref(), Some("alice"));
+                assert!(!message.contains("nope"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!s.is_authenticated());
+    }
+
+    #[test]
+    fn scram_exchange_and_failures() {
+        for (password, ok) in [("bob-secret", true), ("wrong", false)] {
+            let mut s = SaslSession::new(config());
+            s.handshake("SCRAM-SHA-512", 1);
+            let first = scram::client_first_message("bob", "cnonce");
+            let Step::Challenge(server_first) = s.authenticate(first.as_bytes(), "snonce") else {
+                panic!("no challenge");
+            };
+            let server_first = String::from_utf8(server_first).unwrap();
+            let (client_final, signature) = scram::client_final_message(
+                ScramMechanism::Sha512,
+                password,
+                &first,
+                &server_first,
+            )
+            .unwrap();
+            let step = s.authenticate(client_final.as_bytes(), "unused");
+            if ok {
+                assert_eq!(
+                    step,
+                    Step::Authenticated {
+                        response: signature.into_bytes(),
+                        user: "bob".into()
+                    }
+                );
+            } else {
+                assert!(matches!(step, Step::Failed { user: Some(u), .. } if u == "bob"));
+            }
+        }
+        let mut s = SaslSession::new(config());
+        s.handshake("SCRAM-SHA-512", 1);
+        let unknown = scram::client_first_message("mallory", "c");
+        assert!(matches!(
+            s.authenticate(unknown.as_bytes(), "s"),
+            Step::Failed { .. }
+        ));
+    }
+
+    #[test]
+    fn authenticate_before_handshake_fails() {
+        let mut s = SaslSession::new(config());
+        assert!(matches!(s.authenticate(b"x", "n"), Step::Failed { .. }));
+    }
+}
