@@ -283,11 +283,11 @@ async fn heartbeat_loop(
         match client.heartbeat(node_id, broker_epoch, offset, every).await {
             Ok(_) => {}
             // 102: the controller no longer knows us. 77 (STALE_BROKER_EPOCH): it holds a later
-            // registration of this node id, which may be our own (a registration whose answer
-            // was lost and that was retried): register again. The controller decides whose
-            // the id is: another incarnation with a live session is refused (101) and this
-            // process stays out, a retry of ours gets the current epoch (seen by the fault
-            // campaign: a broker stuck for good on "Expected broker epoch 7, got 0").
+            // registration of this node id than the epoch we kept, which may be our own
+            // incarnation's: register again. The controller decides whose the id is: another
+            // incarnation with a live session is refused (101) and this process stays out, our
+            // own gets the current epoch (the fault campaign saw a broker stuck for good on
+            // "Expected broker epoch 7 for broker 2, got 0", docs/faults.md case 5).
             Err(e) if e.code == 102 || e.code == 77 => {
                 let (host, port, rack) = endpoint.clone();
                 match client

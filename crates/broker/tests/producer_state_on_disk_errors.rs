@@ -80,9 +80,22 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
     let logs = LogManager::open(dir.path().to_path_buf(), log_config(&follower.config))
         .expect("log dir opens");
     let log = logs
-        .get_or_create("t", 0, uuid::Uuid::from_u128(7), log_config(&follower.config))
+        .get_or_create(
+            "t",
+            0,
+            uuid::Uuid::from_u128(7),
+            log_config(&follower.config),
+        )
         .expect("log opens");
-    let p = Partition::new("t".into(), 0, uuid::Uuid::from_u128(7), log, follower, 1, 30_000);
+    let p = Partition::new(
+        "t".into(),
+        0,
+        uuid::Uuid::from_u128(7),
+        log,
+        follower,
+        1,
+        30_000,
+    );
     for (seq, base) in [(0, 0), (3, 3), (6, 6)] {
         p.append_as_follower(&idempotent(seq, 3, base), 0)
             .expect("follower append");
@@ -104,7 +117,9 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
     p.set_role(role(1, 1));
     let retry = p.append_as_leader(&idempotent(6, 3, 0), 1, 1);
     assert_eq!(
-        retry.map(|a| (a.base_offset, a.duplicate)).map_err(|(code, _)| code),
+        retry
+            .map(|a| (a.base_offset, a.duplicate))
+            .map_err(|(code, _)| code),
         Err(56),
         "the retry of a cut batch gets KAFKA_STORAGE_ERROR, never the cut batch's offset"
     );

@@ -120,7 +120,11 @@ fn a_failed_data_or_index_write_leaves_nothing_behind() {
         assert!(append(&mut log, &batch(2, b'y')).is_err(), "{f:?}");
         drop(log);
         log = unclean(dir.path());
-        assert_eq!(log.log_end_offset(), 4, "{f:?}: the restart finds what was acknowledged");
+        assert_eq!(
+            log.log_end_offset(),
+            4,
+            "{f:?}: the restart finds what was acknowledged"
+        );
     }
     // The producer's retry lands once, right after what was acknowledged.
     let info = append(&mut log, &batch(2, b'c')).unwrap();
