@@ -7,6 +7,7 @@ partitions; one JSON line per outcome on stdout: {"latency": ms, "partition": p,
 closes; a fatal producer error starts a new incarnation (new producer id)."""
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -29,7 +30,11 @@ def emit(obj):
 
 
 def producer():
+    # RUNNEL_FAULTS_CK_DEBUG=eos prints librdkafka's idempotence decisions (epoch bumps,
+    # drains, sequence errors) to stderr, i.e. into the run's output.
+    debug = {"debug": os.environ["RUNNEL_FAULTS_CK_DEBUG"]} if os.environ.get("RUNNEL_FAULTS_CK_DEBUG") else {}
     return Producer({
+        **debug,
         "bootstrap.servers": bootstrap,
         "enable.idempotence": True,
         "acks": "all",

@@ -265,7 +265,13 @@ async fn heartbeat_loop(
         let offset = image.borrow().offset;
         match client.heartbeat(node_id, broker_epoch, offset, every).await {
             Ok(_) => {}
-            Err(e) if e.code == 102 => {
+            // 102: the controller no longer knows us. 77 (STALE_BROKER_EPOCH): it holds a later
+            // registration of this node id than the epoch we kept, which may be our own
+            // incarnation's: register again. The controller decides whose the id is: another
+            // incarnation with a live session is refused (101) and this process stays out, our
+            // own gets the current epoch (the fault campaign saw a broker stuck for good on
+            // "Expected broker epoch 7 for broker 2, got 0", docs/faults.md case 5).
+            Err(e) if e.code == 102 || e.code == 77 => {
                 let (host, port, rack) = endpoint.clone();
                 match client
                     .register_broker(node_id, incarnation, host, port, rack, every)
@@ -274,10 +280,6 @@ async fn heartbeat_loop(
                     Ok(epoch) => broker_epoch = epoch,
                     Err(e) => tracing::warn!(error = %e.message, "re-registration failed"),
                 }
-            }
-            // Another process registered this node id: this one must not take it back.
-            Err(e) if e.code == 77 => {
-                tracing::warn!(error = %e.message, "heartbeat refused: stale broker epoch")
             }
             Err(e) => tracing::debug!(error = %e.message, "heartbeat not delivered"),
         }

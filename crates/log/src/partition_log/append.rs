@@ -11,7 +11,19 @@ impl PartitionLog {
     /// headers are passed in. Offsets are assigned from the LEO, each batch's base offset and
     /// leader epoch are patched on the way to disk (the payload is written straight from
     /// `records`, once), segments roll as needed, a new leader epoch is recorded.
+    ///
+    /// An I/O error (a full disk, EIO) fails the log for good ([`Self::fail_on_io_error`]).
     pub fn append(
+        &mut self,
+        records: &[u8],
+        headers: &[BatchHeader],
+        leader_epoch: i32,
+    ) -> Result<AppendInfo, LogError> {
+        let appended = self.append_unguarded(records, headers, leader_epoch);
+        self.fail_on_io_error(appended)
+    }
+
+    fn append_unguarded(
         &mut self,
         records: &[u8],
         headers: &[BatchHeader],
@@ -69,7 +81,16 @@ impl PartitionLog {
     /// Follower append (replication): batches keep their offsets and epochs and must start at
     /// or after the LEO, offsets increasing (gaps allowed: the leader's log may be compacted). CRCs are verified; a trailing partial batch (a fetch cut by
     /// size) is ignored. `Ok(None)` if there was no complete batch.
+    /// An I/O error fails the log for good, as on the leader.
     pub fn append_as_follower(&mut self, records: &[u8]) -> Result<Option<AppendInfo>, LogError> {
+        let appended = self.append_as_follower_unguarded(records);
+        self.fail_on_io_error(appended)
+    }
+
+    fn append_as_follower_unguarded(
+        &mut self,
+        records: &[u8],
+    ) -> Result<Option<AppendInfo>, LogError> {
         self.ensure_open()?;
         let mut headers = Vec::new();
         let mut rest = records;
@@ -173,6 +194,11 @@ impl PartitionLog {
     /// Starts a new active segment at the LEO (no-op if the active one is empty). The new file's
     /// directory entry is fsynced at once; the old segment's data is left to the next flush.
     pub fn roll(&mut self) -> Result<(), LogError> {
+        let rolled = self.roll_unguarded();
+        self.fail_on_io_error(rolled)
+    }
+
+    fn roll_unguarded(&mut self) -> Result<(), LogError> {
         self.ensure_open()?;
         if self.active().size() == 0 {
             return Ok(());

@@ -216,6 +216,23 @@ impl PartitionLog {
         tracing::error!(dir = %self.dir.display(), %why, "partition log failed; it accepts no more operations");
         let _ = self.failed.set(why);
     }
+    /// Kafka's `maybeHandleIOException` on the write paths (append, roll, truncation): an I/O
+    /// error (ENOSPC, EIO) takes the log out of service for good, as Kafka takes its log
+    /// directory offline. A log that kept its leadership while refusing writes with
+    /// KAFKA_STORAGE_ERROR made idempotent producers see the next pipelined batch refused
+    /// with OUT_OF_ORDER_SEQUENCE_NUMBER; librdkafka then bumps its epoch and resends its
+    /// unacknowledged, possibly persisted batches under new sequences, which no broker can
+    /// tell from new data (known case 3 of the fault campaign, docs/faults.md). Failed, the
+    /// broker stops (`runnel_broker::log_dir_failure`), the in-sync replicas take over and
+    /// answer the producer's same-sequence retries as duplicates; the restart recovers the
+    /// log from what is on disk (a failed append was already cut back).
+    pub(crate) fn fail_on_io_error<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
+        if let Err(LogError::Io(e)) = &result {
+            self.fail(format!("I/O error: {e}"));
+        }
+        result
+    }
+
     /// Index of the segment that holds `offset` (the last with base <= offset).
     fn segment_index_for(&self, offset: i64) -> usize {
         self.segments

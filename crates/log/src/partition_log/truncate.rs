@@ -10,7 +10,13 @@ impl PartitionLog {
     /// batch, that batch goes too and the LEO becomes its base offset (offsets stay dense and
     /// the follower refetches from there). Below the first segment the log is emptied and
     /// restarts at `offset`. HW, recovery point and the epoch cache follow.
+    /// An I/O error fails the log for good (the cut may be half done).
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        let truncated = self.truncate_to_unguarded(offset);
+        self.fail_on_io_error(truncated)
+    }
+
+    fn truncate_to_unguarded(&mut self, offset: i64) -> Result<(), LogError> {
         self.ensure_open()?;
         if offset >= self.log_end_offset() {
             // No records to cut, but an epoch that starts here and holds nothing yet (a leader
@@ -52,6 +58,11 @@ impl PartitionLog {
     /// Only moves forward: an `offset` at or below the LEO changes nothing (the follower can
     /// fetch from its own end then).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        let restarted = self.truncate_fully_unguarded(offset);
+        self.fail_on_io_error(restarted)
+    }
+
+    fn truncate_fully_unguarded(&mut self, offset: i64) -> Result<(), LogError> {
         self.ensure_open()?;
         let base = offset.max(0);
         if base <= self.log_end_offset() {

@@ -74,6 +74,21 @@ impl TestBroker {
         false
     }
 
+    /// Waits (bounded) for the process to exit on its own; its status, `None` if it did not.
+    pub fn wait_exit(&mut self) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + DEADLINE;
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    self.child = None;
+                    return Some(status);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Starts again on the same data dir (new port).
     pub fn restart(&mut self) {
         self.kill9();
