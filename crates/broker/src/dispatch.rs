@@ -51,6 +51,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -222,6 +225,9 @@ pub async fn dispatch(
         ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
         ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::DescribeAcls => call_ctx!(DescribeAclsRequest, handlers::acls::describe),
+        ApiKey::CreateAcls => call_ctx!(CreateAclsRequest, handlers::acls::create),
+        ApiKey::DeleteAcls => call_ctx!(DeleteAclsRequest, handlers::acls::delete),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }

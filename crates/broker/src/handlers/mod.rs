@@ -1,6 +1,7 @@
 //! Request handlers, one module per API family. Each takes the decoded request and returns the
 //! response body; errors inside a response are Kafka error codes, never a closed connection.
 
+pub mod acls;
 pub mod api_versions;
 pub mod configs;
 pub mod consumer_group;
