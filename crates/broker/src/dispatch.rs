@@ -164,13 +164,13 @@ pub async fn dispatch(
         ApiKey::Produce => {
             let request: ProduceRequest = decode(&mut buf, key, version)?;
             let acks = request.acks;
-            let response = handlers::produce::handle(broker, request, version).await;
+            let response = handlers::produce::handle(broker, request, version, &ctx).await;
             if acks == 0 {
                 return Ok(None);
             }
             encode_response(key, version, correlation_id, &response).map(Some)
         }
-        ApiKey::Fetch => call!(FetchRequest, handlers::fetch::handle),
+        ApiKey::Fetch => call_ctx!(FetchRequest, handlers::fetch::handle),
         ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
         ApiKey::Metadata => call!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),

@@ -10,6 +10,7 @@ pub mod describe_cluster;
 pub mod describe_quorum;
 pub mod elect_leaders;
 pub mod fetch;
+mod fetch_authz;
 pub mod groups;
 pub mod init_producer_id;
 pub mod list_offsets;

@@ -11,9 +11,10 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use runnel_log::batch::BatchHeader;
+use runnel_metadata::acl::{AclOperation, ResourceType};
 
 use super::str_bytes;
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 use crate::partition::{join_all, Appended, Partition, Replicated};
 
@@ -44,8 +45,12 @@ pub async fn handle(
     broker: &Arc<Broker>,
     request: ProduceRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> ProduceResponse {
     let acks = request.acks;
+    let txn_denied = request.transactional_id.as_ref().is_some_and(|id| {
+        !broker.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
+    });
     // One deadline for the whole request, as Kafka's DelayedProduce: every partition waits
     // for its replication at the same time, not one after the other.
     let deadline = tokio::time::Instant::now()
@@ -54,10 +59,14 @@ pub async fn handle(
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
+        let denied = refusal(broker, ctx, txn_denied, &name);
         let appended = topic
             .partition_data
             .into_iter()
-            .map(|data| (data.index, append(broker, &name, data, acks, version)))
+            .map(|data| match denied {
+                Some(code) => (data.index, Slot::Answered(error(data.index, code, ""))),
+                None => (data.index, append(broker, &name, data, acks, version)),
+            })
             .collect();
         names.push(topic.name);
         slots.push(appended);
@@ -81,6 +90,18 @@ pub async fn handle(
         })
         .collect();
     fit_to_version(ProduceResponse::default().with_responses(topics), version)
+}
+
+/// Kafka's authorization of Produce: Write on the transactional id of a transactional
+/// producer (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), Write on each topic.
+fn refusal(broker: &Broker, ctx: &RequestContext, txn_denied: bool, topic: &str) -> Option<i16> {
+    if txn_denied {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !broker.authorized_topic(ctx, AclOperation::Write, topic) {
+        Some(code::TOPIC_AUTHORIZATION_FAILED)
+    } else {
+        None
+    }
 }
 
 /// Validates and appends one partition's records as the leader.
