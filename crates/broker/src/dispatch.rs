@@ -172,7 +172,7 @@ pub async fn dispatch(
         }
         ApiKey::Fetch => call_ctx!(FetchRequest, handlers::fetch::handle),
         ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
-        ApiKey::Metadata => call!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),

@@ -4,6 +4,7 @@
 //! authorized operations, when asked for, are all of them (no authorizer).
 
 pub mod authorized_operations;
+mod authz;
 
 use std::sync::Arc;
 
@@ -14,13 +15,14 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use runnel_metadata::{validate_topic_name, CreateTopicRequest, MetadataImage, TopicImage};
 
 use super::{str_bytes, topic_name};
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
 pub async fn handle(
     broker: &Arc<Broker>,
     request: MetadataRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> MetadataResponse {
     // v1+: null = all topics, empty = none.
     let requested: Option<Vec<String>> = request.topics.as_ref().map(|topics| {
@@ -32,7 +34,7 @@ pub async fn handle(
     let allow_auto_create =
         (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
     if let (Some(names), true) = (&requested, allow_auto_create) {
-        auto_create(broker, names).await;
+        auto_create(broker, &authz::may_auto_create(broker, ctx, names)).await;
     }
     let image = broker.image();
     // v10+ clients (KIP-848 consumers) may ask by topic id alone.
@@ -89,6 +91,14 @@ pub async fn handle(
             request.include_cluster_authorized_operations,
         ))
         .with_topics(topics);
+    let response = authz::restrict(
+        broker,
+        ctx,
+        response,
+        requested.is_none(),
+        request.include_topic_authorized_operations,
+        request.include_cluster_authorized_operations,
+    );
     fit_to_version(response, version)
 }
 
