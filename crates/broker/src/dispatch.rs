@@ -174,10 +174,10 @@ pub async fn dispatch(
         ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
-        ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
-        ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),
+        ApiKey::CreateTopics => call_ctx!(CreateTopicsRequest, handlers::topics::create_topics),
+        ApiKey::DeleteTopics => call_ctx!(DeleteTopicsRequest, handlers::topics::delete_topics),
         ApiKey::CreatePartitions => {
-            call!(CreatePartitionsRequest, handlers::topics::create_partitions)
+            call_ctx!(CreatePartitionsRequest, handlers::topics::create_partitions)
         }
         ApiKey::DeleteRecords => call!(DeleteRecordsRequest, handlers::delete_records::handle),
         ApiKey::InitProducerId => call!(InitProducerIdRequest, handlers::init_producer_id::handle),
