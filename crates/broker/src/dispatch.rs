@@ -205,26 +205,38 @@ pub async fn dispatch(
             handlers::reassignments::list
         ),
         ApiKey::FindCoordinator => {
-            call!(FindCoordinatorRequest, handlers::groups::find_coordinator)
+            call_ctx!(
+                FindCoordinatorRequest,
+                handlers::groups_authz::find_coordinator
+            )
         }
-        ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups::join_group),
+        ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups_authz::join_group),
         ApiKey::ConsumerGroupHeartbeat => call_ctx!(
             ConsumerGroupHeartbeatRequest,
-            handlers::consumer_group::heartbeat
+            handlers::groups_authz::consumer_group_heartbeat
         ),
-        ApiKey::ConsumerGroupDescribe => call!(
+        ApiKey::ConsumerGroupDescribe => call_ctx!(
             ConsumerGroupDescribeRequest,
-            handlers::consumer_group::describe
+            handlers::groups_authz::consumer_group_describe
         ),
-        ApiKey::Heartbeat => call!(HeartbeatRequest, handlers::groups::heartbeat),
-        ApiKey::LeaveGroup => call!(LeaveGroupRequest, handlers::groups::leave_group),
-        ApiKey::SyncGroup => call!(SyncGroupRequest, handlers::groups::sync_group),
-        ApiKey::OffsetCommit => call!(OffsetCommitRequest, handlers::groups::offset_commit),
-        ApiKey::OffsetFetch => call!(OffsetFetchRequest, handlers::groups::offset_fetch),
-        ApiKey::ListGroups => call!(ListGroupsRequest, handlers::groups::list_groups),
-        ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
-        ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
-        ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::Heartbeat => call_ctx!(HeartbeatRequest, handlers::groups_authz::heartbeat),
+        ApiKey::LeaveGroup => call_ctx!(LeaveGroupRequest, handlers::groups_authz::leave_group),
+        ApiKey::SyncGroup => call_ctx!(SyncGroupRequest, handlers::groups_authz::sync_group),
+        ApiKey::OffsetCommit => {
+            call_ctx!(OffsetCommitRequest, handlers::groups_authz::offset_commit)
+        }
+        ApiKey::OffsetFetch => call_ctx!(OffsetFetchRequest, handlers::groups_authz::offset_fetch),
+        ApiKey::ListGroups => call_ctx!(ListGroupsRequest, handlers::groups_authz::list_groups),
+        ApiKey::DescribeGroups => call_ctx!(
+            DescribeGroupsRequest,
+            handlers::groups_authz::describe_groups
+        ),
+        ApiKey::DeleteGroups => {
+            call_ctx!(DeleteGroupsRequest, handlers::groups_authz::delete_groups)
+        }
+        ApiKey::OffsetDelete => {
+            call_ctx!(OffsetDeleteRequest, handlers::groups_authz::offset_delete)
+        }
         ApiKey::DescribeAcls => call_ctx!(DescribeAclsRequest, handlers::acls::describe),
         ApiKey::CreateAcls => call_ctx!(CreateAclsRequest, handlers::acls::create),
         ApiKey::DeleteAcls => call_ctx!(DeleteAclsRequest, handlers::acls::delete),

@@ -12,6 +12,7 @@ pub mod elect_leaders;
 pub mod fetch;
 mod fetch_authz;
 pub mod groups;
+pub mod groups_authz;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
