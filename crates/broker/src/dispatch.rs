@@ -114,7 +114,7 @@ pub async fn dispatch(
     let version = peek.get_i16();
     let correlation_id = peek.get_i32();
     if raw_key == handlers::runnel_describe::API_KEY {
-        return runnel_describe(broker, frame, correlation_id)
+        return runnel_describe(broker, frame, correlation_id, identity)
             .await
             .map(Some);
     }
@@ -171,7 +171,7 @@ pub async fn dispatch(
             encode_response(key, version, correlation_id, &response).map(Some)
         }
         ApiKey::Fetch => call_ctx!(FetchRequest, handlers::fetch::handle),
-        ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::ListOffsets => call_ctx!(ListOffsetsRequest, handlers::cluster_authz::list_offsets),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         ApiKey::CreateTopics => call_ctx!(CreateTopicsRequest, handlers::topics::create_topics),
@@ -179,11 +179,17 @@ pub async fn dispatch(
         ApiKey::CreatePartitions => {
             call_ctx!(CreatePartitionsRequest, handlers::topics::create_partitions)
         }
-        ApiKey::DeleteRecords => call!(DeleteRecordsRequest, handlers::delete_records::handle),
-        ApiKey::InitProducerId => call!(InitProducerIdRequest, handlers::init_producer_id::handle),
-        ApiKey::OffsetForLeaderEpoch => call!(
+        ApiKey::DeleteRecords => call_ctx!(
+            DeleteRecordsRequest,
+            handlers::cluster_authz::delete_records
+        ),
+        ApiKey::InitProducerId => call_ctx!(
+            InitProducerIdRequest,
+            handlers::cluster_authz::init_producer_id
+        ),
+        ApiKey::OffsetForLeaderEpoch => call_ctx!(
             OffsetForLeaderEpochRequest,
-            handlers::offset_for_leader_epoch::handle
+            handlers::cluster_authz::offset_for_leader_epoch
         ),
         ApiKey::DescribeConfigs => call!(DescribeConfigsRequest, handlers::configs::describe),
         ApiKey::AlterConfigs => call!(AlterConfigsRequest, handlers::configs::alter),
@@ -194,15 +200,20 @@ pub async fn dispatch(
         ApiKey::DescribeCluster => {
             call!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
-        ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
-        ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
-        ApiKey::AlterPartitionReassignments => call!(
-            AlterPartitionReassignmentsRequest,
-            handlers::reassignments::alter
+        ApiKey::DescribeQuorum => call_ctx!(
+            DescribeQuorumRequest,
+            handlers::cluster_authz::describe_quorum
         ),
-        ApiKey::ListPartitionReassignments => call!(
+        ApiKey::ElectLeaders => {
+            call_ctx!(ElectLeadersRequest, handlers::cluster_authz::elect_leaders)
+        }
+        ApiKey::AlterPartitionReassignments => call_ctx!(
+            AlterPartitionReassignmentsRequest,
+            handlers::cluster_authz::alter_reassignments
+        ),
+        ApiKey::ListPartitionReassignments => call_ctx!(
             ListPartitionReassignmentsRequest,
-            handlers::reassignments::list
+            handlers::cluster_authz::list_reassignments
         ),
         ApiKey::FindCoordinator => {
             call_ctx!(
@@ -250,10 +261,21 @@ async fn runnel_describe(
     broker: &Arc<Broker>,
     frame: Bytes,
     correlation_id: i32,
+    identity: &ConnectionIdentity,
 ) -> Result<Bytes, DispatchError> {
     let mut buf = frame;
-    let _header: RequestHeader = decode(&mut buf, ApiKey::Produce, 1)?;
-    let value = handlers::runnel_describe::handle(broker, &buf).await;
+    let header: RequestHeader = decode(&mut buf, ApiKey::Produce, 1)?;
+    let ctx = RequestContext {
+        client_id: header.client_id.map(|s| s.to_string()).unwrap_or_default(),
+        peer: identity.peer,
+        listener: identity.listener.clone(),
+        principal: identity.principal.clone(),
+    };
+    let value = if handlers::cluster_authz::may_describe_runnel(broker, &ctx) {
+        handlers::runnel_describe::handle(broker, &buf).await
+    } else {
+        serde_json::json!({"error": {"code": 31, "message": "Cluster authorization failed."}})
+    };
     let json = serde_json::to_vec(&value)
         .map_err(|e| DispatchError(format!("cannot encode JSON: {e}")))?;
     let mut out = BytesMut::with_capacity(8 + json.len());

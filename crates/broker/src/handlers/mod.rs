@@ -3,6 +3,7 @@
 
 pub mod acls;
 pub mod api_versions;
+pub mod cluster_authz;
 pub mod configs;
 pub mod consumer_group;
 pub mod delete_records;
