@@ -159,6 +159,15 @@ macro_rules! paste_request {
     (ConsumerGroupDescribe) => {
         ConsumerGroupDescribeRequest
     };
+    (DescribeAcls) => {
+        DescribeAclsRequest
+    };
+    (CreateAcls) => {
+        CreateAclsRequest
+    };
+    (DeleteAcls) => {
+        DeleteAclsRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -227,6 +236,9 @@ requests!(
     ListPartitionReassignments,
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
+    DescribeAcls,
+    CreateAcls,
+    DeleteAcls,
 );
 
 fn name(s: &'static str) -> TopicName {
