@@ -16,6 +16,9 @@ use crate::{BrokerArgs, BrokerError};
 /// Kafka broker properties this broker understands, with Kafka's defaults.
 const DEFAULTS: &[(&str, &str)] = &[
     ("auto.create.topics.enable", "true"),
+    ("authorizer.class.name", ""),
+    ("super.users", ""),
+    ("allow.everyone.if.no.acl.found", "false"),
     ("num.partitions", "1"),
     ("default.replication.factor", "1"),
     ("delete.topic.enable", "true"),
@@ -233,6 +236,7 @@ impl BrokerConfig {
         }
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
+        self.authorizer()?;
         self.server_limits()?;
         crate::consumer_group_settings::consumer_group_config(self)?;
         self.listener_plan()?;
@@ -247,6 +251,18 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The authorizer `authorizer.class.name` enables (`None`: no authorization), with
+    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    pub fn authorizer(&self) -> Result<Option<runnel_metadata::acl::Authorizer>, BrokerError> {
+        runnel_metadata::acl::AuthorizerConfig {
+            class_name: self.str("authorizer.class.name").to_string(),
+            super_users: self.str("super.users").to_string(),
+            allow_everyone_if_no_acl_found: self.bool("allow.everyone.if.no.acl.found")?,
+        }
+        .build()
+        .map_err(BrokerError::Config)
     }
 
     /// The value in force: explicit, else Kafka's default, else "".

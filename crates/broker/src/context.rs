@@ -64,6 +64,8 @@ pub struct Broker {
     /// Cached typed properties read on hot paths.
     pub max_request_bytes: usize,
     pub auto_create_topics: bool,
+    /// `authorizer.class.name`'s authorizer; `None`: every request is allowed.
+    pub authorizer: Option<runnel_metadata::acl::Authorizer>,
     defaults: BrokerDefaults,
 }
 
@@ -83,6 +85,15 @@ impl Broker {
         } = parts;
         let max_request_bytes = config.get_i64("socket.request.max.bytes", 104857600) as usize;
         let auto_create_topics = config.get_bool("auto.create.topics.enable", true);
+        // Validated at startup; should a config reach here unvalidated, fail closed (an
+        // authorizer with no super users and no ACLs refuses everything).
+        let authorizer = config.authorizer().unwrap_or_else(|e| {
+            tracing::error!(%e, "invalid authorizer configuration: refusing every request");
+            Some(runnel_metadata::acl::Authorizer::new(
+                Default::default(),
+                false,
+            ))
+        });
         Broker {
             node_id: config.node_id,
             config,
@@ -97,6 +108,7 @@ impl Broker {
             producer_ids: Mutex::new((0, 0)),
             max_request_bytes,
             auto_create_topics,
+            authorizer,
             defaults,
         }
     }

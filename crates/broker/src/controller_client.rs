@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use runnel_metadata::acl::{AclBinding, AclBindingFilter};
 use runnel_metadata::{
     codes, AlterConfigOp, ApiError, ConfigResource, CreatePartitionsRequest, CreateTopicOutcome,
     CreateTopicRequest, TopicRef,
@@ -292,6 +293,31 @@ impl ControllerClient {
             Rs::ScramResults(v) => Ok(v),
             Rs::Error(e) => Err(e),
             _ => Err(unexpected("AlterUserScramCredentials")),
+        }
+    }
+
+    pub async fn create_acls(
+        &self,
+        acls: Vec<AclBinding>,
+    ) -> Result<Vec<Result<(), ApiError>>, ApiError> {
+        match self.call(Rq::CreateAcls { acls }, ADMIN_DEADLINE).await? {
+            Rs::AclsCreated(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("CreateAcls")),
+        }
+    }
+
+    pub async fn delete_acls(
+        &self,
+        filters: Vec<AclBindingFilter>,
+    ) -> Result<Vec<Result<Vec<AclBinding>, ApiError>>, ApiError> {
+        match self
+            .call(Rq::DeleteAcls { filters }, ADMIN_DEADLINE)
+            .await?
+        {
+            Rs::AclsDeleted(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("DeleteAcls")),
         }
     }
 

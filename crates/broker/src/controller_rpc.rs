@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use runnel_metadata::acl::{AclBinding, AclBindingFilter};
 use runnel_metadata::{
     AlterConfigOp, ApiError, ConfigResource, CreatePartitionsRequest, CreateTopicOutcome,
     CreateTopicRequest, TopicRef,
@@ -39,6 +40,12 @@ pub enum ControllerRequest {
         ops: Vec<(String, AlterConfigOp, Option<String>)>,
         incremental: bool,
         validate_only: bool,
+    },
+    CreateAcls {
+        acls: Vec<AclBinding>,
+    },
+    DeleteAcls {
+        filters: Vec<AclBindingFilter>,
     },
     RegisterBroker {
         broker_id: i32,
@@ -88,6 +95,10 @@ pub enum ControllerResponse {
     DeleteTopics(Vec<DeleteTopicResult>),
     CreatePartitions(Vec<CreatePartitionsResult>),
     Done,
+    /// CreateAcls' answer: per ACL, in request order.
+    AclsCreated(Vec<Result<(), ApiError>>),
+    /// DeleteAcls' answer: per filter, the ACLs it removed.
+    AclsDeleted(Vec<Result<Vec<AclBinding>, ApiError>>),
     /// RegisterBroker's answer: the broker epoch.
     BrokerEpoch(i64),
     Fenced(bool),
@@ -153,6 +164,8 @@ pub async fn serve(
             .alter_configs(resource, ops, incremental, validate_only)
             .await
             .map(|()| Rs::Done),
+        Rq::CreateAcls { acls } => handle.create_acls(acls).await.map(Rs::AclsCreated),
+        Rq::DeleteAcls { filters } => handle.delete_acls(filters).await.map(Rs::AclsDeleted),
         Rq::RegisterBroker {
             broker_id,
             incarnation_id,

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use runnel_metadata::acl::{AclBinding, AclBindingFilter};
 use runnel_metadata::{
     AlterConfigOp, ApiError, BrokerSessions, ConfigResource, Controller, ControllerConfig,
     CreatePartitionsRequest, CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType,
@@ -61,6 +62,14 @@ enum Command {
         deletions: Vec<runnel_metadata::ScramDeletion>,
         upsertions: Vec<runnel_metadata::ScramUpsertion>,
         reply: Reply<Vec<runnel_metadata::ScramAlterResult>>,
+    },
+    CreateAcls {
+        acls: Vec<AclBinding>,
+        reply: Reply<Vec<Result<(), ApiError>>>,
+    },
+    DeleteAcls {
+        filters: Vec<AclBindingFilter>,
+        reply: Reply<Vec<Result<Vec<AclBinding>, ApiError>>>,
     },
     RegisterBroker {
         broker_id: i32,
@@ -130,6 +139,8 @@ impl Command {
             Command::CreatePartitions { .. } => "CreatePartitions",
             Command::AlterConfigs { .. } => "AlterConfigs",
             Command::AlterUserScramCredentials { .. } => "AlterUserScramCredentials",
+            Command::CreateAcls { .. } => "CreateAcls",
+            Command::DeleteAcls { .. } => "DeleteAcls",
             Command::RegisterBroker { .. } => "RegisterBroker",
             Command::Heartbeat { .. } => "Heartbeat",
             Command::Unfence { .. } => "Unfence",
@@ -151,6 +162,8 @@ impl Command {
             Command::CreatePartitions { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterUserScramCredentials { reply, .. } => drop(reply.send(Err(e))),
+            Command::CreateAcls { reply, .. } => drop(reply.send(Err(e))),
+            Command::DeleteAcls { reply, .. } => drop(reply.send(Err(e))),
             Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
             Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
             Command::Unfence { .. } => {}
@@ -324,6 +337,21 @@ impl ControllerHandle {
             reply,
         })
         .await
+    }
+
+    pub async fn create_acls(
+        &self,
+        acls: Vec<AclBinding>,
+    ) -> Result<Vec<Result<(), ApiError>>, ApiError> {
+        self.call(|reply| Command::CreateAcls { acls, reply }).await
+    }
+
+    pub async fn delete_acls(
+        &self,
+        filters: Vec<AclBindingFilter>,
+    ) -> Result<Vec<Result<Vec<AclBinding>, ApiError>>, ApiError> {
+        self.call(|reply| Command::DeleteAcls { filters, reply })
+            .await
     }
 
     /// Returns the broker epoch of the registration.
@@ -754,6 +782,14 @@ impl ControllerShell {
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(result);
+            }
+            Command::CreateAcls { acls, reply } => {
+                let (results, records) = self.controller.create_acls(&self.image, &acls);
+                let _ = reply.send(self.commit(records).await.map(|()| results));
+            }
+            Command::DeleteAcls { filters, reply } => {
+                let (results, records) = self.controller.delete_acls(&self.image, &filters);
+                let _ = reply.send(self.commit(records).await.map(|()| results));
             }
             Command::RegisterBroker {
                 broker_id,

@@ -64,6 +64,9 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     // v1 only: kafka-protocol (like Kafka 4.0, KIP-896) has no v0 of WriteTxnMarkers.
     (ApiKey::WriteTxnMarkers, 1, 1),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -124,7 +127,7 @@ pub async fn dispatch(
     let version = peek.get_i16();
     let correlation_id = peek.get_i32();
     if raw_key == handlers::runnel_describe::API_KEY {
-        return runnel_describe(broker, frame, correlation_id)
+        return runnel_describe(broker, frame, correlation_id, identity)
             .await
             .map(Some);
     }
@@ -174,14 +177,14 @@ pub async fn dispatch(
         ApiKey::Produce => {
             let request: ProduceRequest = decode(&mut buf, key, version)?;
             let acks = request.acks;
-            let response = handlers::produce::handle(broker, request, version).await;
+            let response = handlers::produce::handle(broker, request, version, &ctx).await;
             if acks == 0 {
                 return Ok(None);
             }
             encode_response(key, version, correlation_id, &response).map(Some)
         }
-        ApiKey::Fetch => call!(FetchRequest, handlers::fetch::handle),
-        ApiKey::ListOffsets => call!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::Fetch => call_ctx!(FetchRequest, handlers::fetch::handle),
+        ApiKey::ListOffsets => call_ctx!(ListOffsetsRequest, handlers::cluster_authz::list_offsets),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         // A SASL listener answers these itself until the connection has authenticated
@@ -204,16 +207,22 @@ pub async fn dispatch(
                 .with_error_code(crate::server::sasl::ILLEGAL_SASL_STATE);
             encode_response(key, version, correlation_id, &response).map(Some)
         }
-        ApiKey::CreateTopics => call!(CreateTopicsRequest, handlers::topics::create_topics),
-        ApiKey::DeleteTopics => call!(DeleteTopicsRequest, handlers::topics::delete_topics),
+        ApiKey::CreateTopics => call_ctx!(CreateTopicsRequest, handlers::topics::create_topics),
+        ApiKey::DeleteTopics => call_ctx!(DeleteTopicsRequest, handlers::topics::delete_topics),
         ApiKey::CreatePartitions => {
-            call!(CreatePartitionsRequest, handlers::topics::create_partitions)
+            call_ctx!(CreatePartitionsRequest, handlers::topics::create_partitions)
         }
-        ApiKey::DeleteRecords => call!(DeleteRecordsRequest, handlers::delete_records::handle),
-        ApiKey::InitProducerId => call!(InitProducerIdRequest, handlers::init_producer_id::handle),
-        ApiKey::OffsetForLeaderEpoch => call!(
+        ApiKey::DeleteRecords => call_ctx!(
+            DeleteRecordsRequest,
+            handlers::cluster_authz::delete_records
+        ),
+        ApiKey::InitProducerId => call_ctx!(
+            InitProducerIdRequest,
+            handlers::cluster_authz::init_producer_id
+        ),
+        ApiKey::OffsetForLeaderEpoch => call_ctx!(
             OffsetForLeaderEpochRequest,
-            handlers::offset_for_leader_epoch::handle
+            handlers::cluster_authz::offset_for_leader_epoch
         ),
         ApiKey::DescribeConfigs => call!(DescribeConfigsRequest, handlers::configs::describe),
         ApiKey::AlterConfigs => call!(AlterConfigsRequest, handlers::configs::alter),
@@ -224,37 +233,57 @@ pub async fn dispatch(
         ApiKey::DescribeCluster => {
             call_ctx!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
-        ApiKey::DescribeQuorum => call!(DescribeQuorumRequest, handlers::describe_quorum::handle),
-        ApiKey::ElectLeaders => call!(ElectLeadersRequest, handlers::elect_leaders::handle),
-        ApiKey::AlterPartitionReassignments => call!(
-            AlterPartitionReassignmentsRequest,
-            handlers::reassignments::alter
+        ApiKey::DescribeQuorum => call_ctx!(
+            DescribeQuorumRequest,
+            handlers::cluster_authz::describe_quorum
         ),
-        ApiKey::ListPartitionReassignments => call!(
+        ApiKey::ElectLeaders => {
+            call_ctx!(ElectLeadersRequest, handlers::cluster_authz::elect_leaders)
+        }
+        ApiKey::AlterPartitionReassignments => call_ctx!(
+            AlterPartitionReassignmentsRequest,
+            handlers::cluster_authz::alter_reassignments
+        ),
+        ApiKey::ListPartitionReassignments => call_ctx!(
             ListPartitionReassignmentsRequest,
-            handlers::reassignments::list
+            handlers::cluster_authz::list_reassignments
         ),
         ApiKey::FindCoordinator => {
-            call_ctx!(FindCoordinatorRequest, handlers::groups::find_coordinator)
+            call_ctx!(
+                FindCoordinatorRequest,
+                handlers::groups_authz::find_coordinator
+            )
         }
-        ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups::join_group),
+        ApiKey::JoinGroup => call_ctx!(JoinGroupRequest, handlers::groups_authz::join_group),
         ApiKey::ConsumerGroupHeartbeat => call_ctx!(
             ConsumerGroupHeartbeatRequest,
-            handlers::consumer_group::heartbeat
+            handlers::groups_authz::consumer_group_heartbeat
         ),
-        ApiKey::ConsumerGroupDescribe => call!(
+        ApiKey::ConsumerGroupDescribe => call_ctx!(
             ConsumerGroupDescribeRequest,
-            handlers::consumer_group::describe
+            handlers::groups_authz::consumer_group_describe
         ),
-        ApiKey::Heartbeat => call!(HeartbeatRequest, handlers::groups::heartbeat),
-        ApiKey::LeaveGroup => call!(LeaveGroupRequest, handlers::groups::leave_group),
-        ApiKey::SyncGroup => call!(SyncGroupRequest, handlers::groups::sync_group),
-        ApiKey::OffsetCommit => call!(OffsetCommitRequest, handlers::groups::offset_commit),
-        ApiKey::OffsetFetch => call!(OffsetFetchRequest, handlers::groups::offset_fetch),
-        ApiKey::ListGroups => call!(ListGroupsRequest, handlers::groups::list_groups),
-        ApiKey::DescribeGroups => call!(DescribeGroupsRequest, handlers::groups::describe_groups),
-        ApiKey::DeleteGroups => call!(DeleteGroupsRequest, handlers::groups::delete_groups),
-        ApiKey::OffsetDelete => call!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::Heartbeat => call_ctx!(HeartbeatRequest, handlers::groups_authz::heartbeat),
+        ApiKey::LeaveGroup => call_ctx!(LeaveGroupRequest, handlers::groups_authz::leave_group),
+        ApiKey::SyncGroup => call_ctx!(SyncGroupRequest, handlers::groups_authz::sync_group),
+        ApiKey::OffsetCommit => {
+            call_ctx!(OffsetCommitRequest, handlers::groups_authz::offset_commit)
+        }
+        ApiKey::OffsetFetch => call_ctx!(OffsetFetchRequest, handlers::groups_authz::offset_fetch),
+        ApiKey::ListGroups => call_ctx!(ListGroupsRequest, handlers::groups_authz::list_groups),
+        ApiKey::DescribeGroups => call_ctx!(
+            DescribeGroupsRequest,
+            handlers::groups_authz::describe_groups
+        ),
+        ApiKey::DeleteGroups => {
+            call_ctx!(DeleteGroupsRequest, handlers::groups_authz::delete_groups)
+        }
+        ApiKey::OffsetDelete => {
+            call_ctx!(OffsetDeleteRequest, handlers::groups_authz::offset_delete)
+        }
+        ApiKey::DescribeAcls => call_ctx!(DescribeAclsRequest, handlers::acls::describe),
+        ApiKey::CreateAcls => call_ctx!(CreateAclsRequest, handlers::acls::create),
+        ApiKey::DeleteAcls => call_ctx!(DeleteAclsRequest, handlers::acls::delete),
         ApiKey::DescribeLogDirs => {
             call!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle)
         }
@@ -290,10 +319,21 @@ async fn runnel_describe(
     broker: &Arc<Broker>,
     frame: Bytes,
     correlation_id: i32,
+    identity: &ConnectionIdentity,
 ) -> Result<Bytes, DispatchError> {
     let mut buf = frame;
-    let _header: RequestHeader = decode(&mut buf, ApiKey::Produce, 1)?;
-    let value = handlers::runnel_describe::handle(broker, &buf).await;
+    let header: RequestHeader = decode(&mut buf, ApiKey::Produce, 1)?;
+    let ctx = RequestContext {
+        client_id: header.client_id.map(|s| s.to_string()).unwrap_or_default(),
+        peer: identity.peer,
+        listener: identity.listener.clone(),
+        principal: identity.principal.clone(),
+    };
+    let value = if handlers::cluster_authz::may_describe_runnel(broker, &ctx) {
+        handlers::runnel_describe::handle(broker, &buf).await
+    } else {
+        serde_json::json!({"error": {"code": 31, "message": "Cluster authorization failed."}})
+    };
     let json = serde_json::to_vec(&value)
         .map_err(|e| DispatchError(format!("cannot encode JSON: {e}")))?;
     let mut out = BytesMut::with_capacity(8 + json.len());

@@ -20,6 +20,9 @@ pub mod code {
     pub const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
     pub const INVALID_PRODUCER_EPOCH: i16 = 47;
     pub const INVALID_TXN_STATE: i16 = 48;
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+    pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const KAFKA_STORAGE_ERROR: i16 = 56;
     pub const FENCED_LEADER_EPOCH: i16 = 74;

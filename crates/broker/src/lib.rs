@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+pub mod authz;
 pub mod clock;
 pub mod config;
 pub mod consumer_group_settings;

@@ -195,6 +195,15 @@ macro_rules! paste_request {
     (AlterUserScramCredentials) => {
         AlterUserScramCredentialsRequest
     };
+    (DescribeAcls) => {
+        DescribeAclsRequest
+    };
+    (CreateAcls) => {
+        CreateAclsRequest
+    };
+    (DeleteAcls) => {
+        DeleteAclsRequest
+    };
 }
 
 /// The request types of every advertised API, with encode / decode by api key.
@@ -275,6 +284,9 @@ requests!(
     SaslAuthenticate,
     DescribeUserScramCredentials,
     AlterUserScramCredentials,
+    DescribeAcls,
+    CreateAcls,
+    DeleteAcls,
 );
 
 fn name(s: &'static str) -> TopicName {

@@ -18,6 +18,7 @@ pub mod codes {
     pub const STALE_CONTROLLER_EPOCH: i16 = 11;
     pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
     pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
     pub const TOPIC_ALREADY_EXISTS: i16 = 36;
     pub const INVALID_PARTITIONS: i16 = 37;
@@ -27,6 +28,8 @@ pub mod codes {
     pub const NOT_CONTROLLER: i16 = 41;
     pub const INVALID_REQUEST: i16 = 42;
     pub const POLICY_VIOLATION: i16 = 44;
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+    pub const SECURITY_DISABLED: i16 = 54;
     pub const TOPIC_DELETION_DISABLED: i16 = 73;
     pub const STALE_BROKER_EPOCH: i16 = 77;
     pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
@@ -47,7 +50,10 @@ pub fn code_name(code: i16) -> &'static str {
         codes::STALE_CONTROLLER_EPOCH => "STALE_CONTROLLER_EPOCH",
         codes::INVALID_TOPIC_EXCEPTION => "INVALID_TOPIC_EXCEPTION",
         codes::TOPIC_AUTHORIZATION_FAILED => "TOPIC_AUTHORIZATION_FAILED",
+        codes::GROUP_AUTHORIZATION_FAILED => "GROUP_AUTHORIZATION_FAILED",
         codes::CLUSTER_AUTHORIZATION_FAILED => "CLUSTER_AUTHORIZATION_FAILED",
+        codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED => "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        codes::SECURITY_DISABLED => "SECURITY_DISABLED",
         codes::TOPIC_ALREADY_EXISTS => "TOPIC_ALREADY_EXISTS",
         codes::INVALID_PARTITIONS => "INVALID_PARTITIONS",
         codes::INVALID_REPLICATION_FACTOR => "INVALID_REPLICATION_FACTOR",
@@ -127,6 +133,10 @@ impl ApiError {
         invalid_config => INVALID_CONFIG;
         /// 42: malformed or contradictory request.
         invalid_request => INVALID_REQUEST;
+        /// 54: an ACL request on a broker without an authorizer.
+        security_disabled => SECURITY_DISABLED;
+        /// 31: the principal may not perform a cluster operation.
+        cluster_authorization_failed => CLUSTER_AUTHORIZATION_FAILED;
         /// 44: rejected by a policy (e.g. excessively large requests).
         policy_violation => POLICY_VIOLATION;
         /// 73: DeleteTopics v3+ while `delete.topic.enable=false`.

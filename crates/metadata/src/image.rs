@@ -11,6 +11,7 @@ use std::sync::Arc;
 use thiserror::Error;
 use uuid::Uuid;
 
+use crate::acl::AclSet;
 use crate::records::{ConfigResource, MetadataRecord};
 
 /// A registered broker, as recorded by `RegisterBroker` / `BrokerRegistrationChange`.
@@ -91,6 +92,12 @@ pub enum ImageError {
     },
     #[error("offset {offset}: config for unknown topic '{name}'")]
     ConfigForUnknownTopic { offset: i64, name: String },
+    #[error("offset {offset}: ACL id {id} already exists")]
+    DuplicateAclId { offset: i64, id: Uuid },
+    #[error("offset {offset}: ACL id {id} is unknown")]
+    UnknownAclId { offset: i64, id: Uuid },
+    #[error("offset {offset}: invalid ACL: {reason}")]
+    InvalidAcl { offset: i64, reason: String },
     #[error("offset {offset}: next producer id {next} is not above {current}")]
     ProducerIdsNotIncreasing {
         offset: i64,
@@ -110,6 +117,8 @@ pub struct MetadataImage {
     pub configs: BTreeMap<ConfigResource, BTreeMap<String, String>>,
     pub next_producer_id: i64,
     pub features: BTreeMap<String, i16>,
+    /// The ACLs (behind `Arc`: most batches leave them alone, so images share one set).
+    pub acls: Arc<AclSet>,
     /// SCRAM credentials by (user, KIP-554 mechanism id).
     pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
 }
@@ -147,6 +156,7 @@ impl MetadataImage {
             next_producer_id: 0,
             features: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
+            acls: Arc::new(AclSet::default()),
         }
     }
 
@@ -453,6 +463,22 @@ impl MetadataImage {
             }
             MetadataRecord::FeatureLevel { name, level } => {
                 self.features.insert(name.clone(), *level);
+            }
+            MetadataRecord::AccessControlEntry { id, acl } => {
+                if let Err(e) = acl.validate_new() {
+                    return Err(ImageError::InvalidAcl {
+                        offset,
+                        reason: e.message,
+                    });
+                }
+                if !Arc::make_mut(&mut self.acls).insert(*id, acl.clone()) {
+                    return Err(ImageError::DuplicateAclId { offset, id: *id });
+                }
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                if Arc::make_mut(&mut self.acls).remove(id).is_none() {
+                    return Err(ImageError::UnknownAclId { offset, id: *id });
+                }
             }
             MetadataRecord::NoOp => {}
             MetadataRecord::UserScramCredential {

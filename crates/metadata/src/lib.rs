@@ -14,6 +14,7 @@
 //! isolation. Client-controlled input never panics: bad requests become Kafka error codes
 //! ([`errors::ApiError`]); inconsistent records become [`image::ImageError`]s.
 
+pub mod acl;
 pub mod controller;
 pub mod dynamic_broker_config;
 pub mod errors;

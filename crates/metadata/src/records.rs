@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::acl::AclBinding;
+
 /// The resource a [`MetadataRecord::Config`] applies to.
 ///
 /// `Broker("")` is the cluster-wide dynamic default (Kafka's `<default>` entity); `Broker("3")`
@@ -107,6 +109,10 @@ pub enum MetadataRecord {
     },
     /// A finalized feature level (e.g. `metadata.version`).
     FeatureLevel { name: String, level: i16 },
+    /// An ACL was created, under a fresh id (KRaft's AccessControlEntryRecord).
+    AccessControlEntry { id: Uuid, acl: AclBinding },
+    /// The ACL with this id was deleted (KRaft's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry { id: Uuid },
     /// Heartbeat of the log: advances the offset, changes nothing.
     NoOp,
     /// A user's salted SCRAM credential for one mechanism (KRaft's
@@ -134,6 +140,8 @@ impl MetadataRecord {
             MetadataRecord::Partition { .. } => 3,
             MetadataRecord::Config { .. } => 4,
             MetadataRecord::PartitionChange { .. } => 5,
+            MetadataRecord::AccessControlEntry { .. } => 6,
+            MetadataRecord::RemoveAccessControlEntry { .. } => 7,
             MetadataRecord::RemoveTopic { .. } => 9,
             MetadataRecord::FeatureLevel { .. } => 12,
             MetadataRecord::ProducerIds { .. } => 15,
@@ -153,6 +161,8 @@ impl MetadataRecord {
             MetadataRecord::Partition { .. } => "PartitionRecord",
             MetadataRecord::Config { .. } => "ConfigRecord",
             MetadataRecord::PartitionChange { .. } => "PartitionChangeRecord",
+            MetadataRecord::AccessControlEntry { .. } => "AccessControlEntryRecord",
+            MetadataRecord::RemoveAccessControlEntry { .. } => "RemoveAccessControlEntryRecord",
             MetadataRecord::RemoveTopic { .. } => "RemoveTopicRecord",
             MetadataRecord::FeatureLevel { .. } => "FeatureLevelRecord",
             MetadataRecord::ProducerIds { .. } => "ProducerIdsRecord",

@@ -18,7 +18,7 @@ pub struct SnapshotPayload {
 
 /// Records that rebuild `image` when applied to an empty image, in a valid order: features,
 /// brokers, then each topic followed by its partitions, then configs (topic configs need their
-/// topic), then the producer-id block.
+/// topic), then the ACLs, then the producer-id block.
 pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
     let mut out = Vec::new();
     for (name, level) in &image.features {
@@ -84,6 +84,12 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
             iterations: c.iterations,
         });
     }
+    for (id, acl) in image.acls.iter() {
+        out.push(MetadataRecord::AccessControlEntry {
+            id: *id,
+            acl: acl.clone(),
+        });
+    }
     if image.next_producer_id > 0 {
         out.push(MetadataRecord::ProducerIds {
             broker_id: -1,
@@ -124,7 +130,7 @@ mod tests {
         for (kind, arg) in ops {
             let arg = *arg as i32 % 4;
             let topic_id = Uuid::from_u128(arg as u128 + 1);
-            let record = match kind % 7 {
+            let record = match kind % 9 {
                 0 => MetadataRecord::RegisterBroker {
                     broker_id: arg,
                     incarnation_id: Uuid::from_u128(99),
@@ -178,6 +184,21 @@ mod tests {
                         next_producer_id: next_pid,
                     }
                 }
+                6 => MetadataRecord::AccessControlEntry {
+                    id: Uuid::from_u128(arg as u128 + 100),
+                    acl: runnel_metadata::acl::AclBinding {
+                        resource_type: runnel_metadata::acl::ResourceType::Topic,
+                        resource_name: format!("t{arg}"),
+                        pattern_type: runnel_metadata::acl::PatternType::Prefixed,
+                        principal: "User:alice".into(),
+                        host: "*".into(),
+                        operation: runnel_metadata::acl::AclOperation::Read,
+                        permission: runnel_metadata::acl::AclPermission::Allow,
+                    },
+                },
+                7 => MetadataRecord::RemoveAccessControlEntry {
+                    id: Uuid::from_u128(arg as u128 + 100),
+                },
                 _ => MetadataRecord::FeatureLevel {
                     name: "metadata.version".into(),
                     level: arg as i16,

@@ -35,7 +35,7 @@ use runnel_replication::{
 };
 use uuid::Uuid;
 
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 use crate::partition::{any_progress, FollowerPosition, Partition, Progress, ReadBound};
 
@@ -48,7 +48,7 @@ const TOPIC_OVERHEAD: usize = 64;
 /// Kafka's -1 UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
 const UNKNOWN_SERVER_ERROR: i16 = -1;
 
-fn partition_error(index: i32, code: i16) -> PartitionData {
+pub(super) fn partition_error(index: i32, code: i16) -> PartitionData {
     PartitionData::default()
         .with_partition_index(index)
         .with_error_code(code)
@@ -172,7 +172,18 @@ impl Plan {
     }
 }
 
-pub async fn handle(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    mut request: FetchRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> FetchResponse {
+    let refused = super::fetch_authz::take_refused(broker, ctx, &mut request, version);
+    let response = fetch(broker, request, version).await;
+    super::fetch_authz::answer_refused(response, refused, version)
+}
+
+async fn fetch(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {
     let max_wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     let deadline = tokio::time::Instant::now() + max_wait;
     let plan = Arc::new(Plan::new(broker, request, version));

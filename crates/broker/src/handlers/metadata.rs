@@ -4,6 +4,7 @@
 //! authorized operations, when asked for, are all of them (no authorizer).
 
 pub mod authorized_operations;
+mod authz;
 
 use std::sync::Arc;
 
@@ -33,7 +34,7 @@ pub async fn handle(
     let allow_auto_create =
         (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
     if let (Some(names), true) = (&requested, allow_auto_create) {
-        auto_create(broker, names).await;
+        auto_create(broker, &authz::may_auto_create(broker, ctx, names)).await;
     }
     let image = broker.image();
     // v10+ clients (KIP-848 consumers) may ask by topic id alone.
@@ -90,6 +91,14 @@ pub async fn handle(
             request.include_cluster_authorized_operations,
         ))
         .with_topics(topics);
+    let response = authz::restrict(
+        broker,
+        ctx,
+        response,
+        requested.is_none(),
+        request.include_topic_authorized_operations,
+        request.include_cluster_authorized_operations,
+    );
     fit_to_version(response, version)
 }
 

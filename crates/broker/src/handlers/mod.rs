@@ -1,9 +1,11 @@
 //! Request handlers, one module per API family. Each takes the decoded request and returns the
 //! response body; errors inside a response are Kafka error codes, never a closed connection.
 
+pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod cluster_authz;
 pub mod configs;
 pub mod consumer_group;
 pub mod delete_records;
@@ -15,7 +17,9 @@ pub mod describe_transactions;
 pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
+mod fetch_authz;
 pub mod groups;
+pub mod groups_authz;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod list_transactions;

@@ -17,9 +17,10 @@ use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use runnel_log::batch::BatchHeader;
+use runnel_metadata::acl::{AclOperation, ResourceType};
 
 use super::str_bytes;
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 use crate::partition::{join_all, Appended, Partition, Replicated};
 
@@ -50,8 +51,12 @@ pub async fn handle(
     broker: &Arc<Broker>,
     request: ProduceRequest,
     version: i16,
+    ctx: &RequestContext,
 ) -> ProduceResponse {
     let acks = request.acks;
+    let txn_denied = request.transactional_id.as_ref().is_some_and(|id| {
+        !broker.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
+    });
     // One deadline for the whole request, as Kafka's DelayedProduce: every partition waits
     // for its replication at the same time, not one after the other.
     let deadline = tokio::time::Instant::now()
@@ -61,14 +66,16 @@ pub async fn handle(
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
+        let denied = refusal(broker, ctx, txn_denied, &name);
         let appended = topic
             .partition_data
             .into_iter()
             .map(|data| {
                 let index = data.index;
-                let slot = match refused.get(&(name.clone(), index)) {
-                    Some(&(code, message)) => Slot::Answered(error(index, code, message)),
-                    None => append(broker, &name, data, acks, version),
+                let slot = match (denied, refused.get(&(name.clone(), index))) {
+                    (Some(code), _) => Slot::Answered(error(index, code, "")),
+                    (None, Some(&(code, message))) => Slot::Answered(error(index, code, message)),
+                    (None, None) => append(broker, &name, data, acks, version),
                 };
                 (index, slot)
             })
@@ -156,6 +163,18 @@ async fn verify_transactional(
         }
     }
     refused
+}
+
+/// Kafka's authorization of Produce: Write on the transactional id of a transactional
+/// producer (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), Write on each topic.
+fn refusal(broker: &Broker, ctx: &RequestContext, txn_denied: bool, topic: &str) -> Option<i16> {
+    if txn_denied {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !broker.authorized_topic(ctx, AclOperation::Write, topic) {
+        Some(code::TOPIC_AUTHORIZATION_FAILED)
+    } else {
+        None
+    }
 }
 
 /// Validates and appends one partition's records as the leader.

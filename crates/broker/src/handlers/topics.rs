@@ -13,10 +13,11 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
     DeleteTopicsRequest, DeleteTopicsResponse,
 };
+use runnel_metadata::acl::AclOperation;
 use runnel_metadata::{ApiError, CreateTopicRequest, MetadataImage, TopicRef};
 
 use super::{str_bytes, topic_name};
-use crate::context::Broker;
+use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
 fn message(e: &ApiError) -> Option<kafka_protocol::protocol::StrBytes> {
@@ -42,7 +43,31 @@ async fn wait_for(
     }
 }
 
+/// Kafka's authorization of CreateTopics: CREATE on the cluster, or else on each topic
+/// (TOPIC_AUTHORIZATION_FAILED for the others, which never reach the controller).
 pub async fn create_topics(
+    broker: &Arc<Broker>,
+    mut request: CreateTopicsRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> CreateTopicsResponse {
+    let cluster = broker.authorized_cluster(ctx, AclOperation::Create);
+    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| cluster || broker.authorized_topic(ctx, AclOperation::Create, &t.name.0));
+    request.topics = allowed;
+    let mut response = create_allowed(broker, request, version).await;
+    response.topics.extend(refused.into_iter().map(|t| {
+        CreatableTopicResult::default()
+            .with_name(t.name)
+            .with_error_code(code::TOPIC_AUTHORIZATION_FAILED)
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+    }));
+    fit_create_topics(response, version)
+}
+
+async fn create_allowed(
     broker: &Arc<Broker>,
     request: CreateTopicsRequest,
     version: i16,
@@ -167,7 +192,50 @@ fn fit_create_topics(mut response: CreateTopicsResponse, version: i16) -> Create
     response
 }
 
+/// Kafka's authorization of DeleteTopics: DELETE on each topic (named, or found by id; an
+/// unknown id stays UNKNOWN_TOPIC_ID), TOPIC_AUTHORIZATION_FAILED for the others.
 pub async fn delete_topics(
+    broker: &Arc<Broker>,
+    mut request: DeleteTopicsRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> DeleteTopicsResponse {
+    let image = broker.image();
+    let may = |name: &str| broker.authorized_topic(ctx, AclOperation::Delete, name);
+    let (names, refused_names): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topic_names)
+        .into_iter()
+        .partition(|n| may(n));
+    request.topic_names = names;
+    let (topics, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| {
+            match t
+                .name
+                .as_ref()
+                .map(|n| n.0.to_string())
+                .or_else(|| image.topic_by_id(&t.topic_id).map(|ti| ti.name.clone()))
+            {
+                Some(name) => may(&name),
+                None => true,
+            }
+        });
+    request.topics = topics;
+    let mut response = delete_allowed(broker, request, version).await;
+    let refusal = |name: Option<kafka_protocol::messages::TopicName>, id| {
+        DeletableTopicResult::default()
+            .with_name(name)
+            .with_topic_id(if version >= 6 { id } else { uuid::Uuid::nil() })
+            .with_error_code(code::TOPIC_AUTHORIZATION_FAILED)
+    };
+    let refused = refused_names
+        .into_iter()
+        .map(|n| refusal(Some(n), uuid::Uuid::nil()))
+        .chain(refused.into_iter().map(|t| refusal(t.name, t.topic_id)));
+    response.responses.extend(refused);
+    response
+}
+
+async fn delete_allowed(
     broker: &Arc<Broker>,
     request: DeleteTopicsRequest,
     version: i16,
@@ -234,7 +302,27 @@ pub async fn delete_topics(
     response
 }
 
+/// Kafka's authorization of CreatePartitions: ALTER on each topic.
 pub async fn create_partitions(
+    broker: &Arc<Broker>,
+    mut request: CreatePartitionsRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> CreatePartitionsResponse {
+    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
+        .into_iter()
+        .partition(|t| broker.authorized_topic(ctx, AclOperation::Alter, &t.name.0));
+    request.topics = allowed;
+    let mut response = create_partitions_allowed(broker, request, version).await;
+    response.results.extend(refused.into_iter().map(|t| {
+        CreatePartitionsTopicResult::default()
+            .with_name(t.name)
+            .with_error_code(code::TOPIC_AUTHORIZATION_FAILED)
+    }));
+    response
+}
+
+async fn create_partitions_allowed(
     broker: &Arc<Broker>,
     request: CreatePartitionsRequest,
     _version: i16,

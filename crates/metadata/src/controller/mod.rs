@@ -8,6 +8,7 @@
 //! image. All randomness (topic ids, Kafka's random start index and shift) comes from one
 //! seeded RNG, so a run is reproducible from its seed and its inputs.
 
+mod acls;
 mod alter_configs;
 mod alter_partition;
 mod brokers;

@@ -1,6 +1,7 @@
 //! Integration tests of runnel-metadata, one module per concern (one test binary, so the
 //! crate is linked once).
 
+mod acl;
 mod common;
 mod configs;
 mod controller;
