@@ -189,13 +189,13 @@ pub async fn dispatch(
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
         // A SASL listener answers these itself until the connection has authenticated
         // (`server::authenticate`); here they come after it, or on a listener without SASL.
-        ApiKey::DescribeUserScramCredentials => call!(
+        ApiKey::DescribeUserScramCredentials => call_ctx!(
             DescribeUserScramCredentialsRequest,
-            handlers::scram_credentials::describe
+            handlers::admin_authz::describe_user_scram_credentials
         ),
-        ApiKey::AlterUserScramCredentials => call!(
+        ApiKey::AlterUserScramCredentials => call_ctx!(
             AlterUserScramCredentialsRequest,
-            handlers::scram_credentials::alter
+            handlers::admin_authz::alter_user_scram_credentials
         ),
         ApiKey::SaslHandshake => {
             let response = SaslHandshakeResponse::default()
@@ -224,11 +224,16 @@ pub async fn dispatch(
             OffsetForLeaderEpochRequest,
             handlers::cluster_authz::offset_for_leader_epoch
         ),
-        ApiKey::DescribeConfigs => call!(DescribeConfigsRequest, handlers::configs::describe),
-        ApiKey::AlterConfigs => call!(AlterConfigsRequest, handlers::configs::alter),
-        ApiKey::IncrementalAlterConfigs => call!(
+        ApiKey::DescribeConfigs => call_ctx!(
+            DescribeConfigsRequest,
+            handlers::admin_authz::describe_configs
+        ),
+        ApiKey::AlterConfigs => {
+            call_ctx!(AlterConfigsRequest, handlers::admin_authz::alter_configs)
+        }
+        ApiKey::IncrementalAlterConfigs => call_ctx!(
             IncrementalAlterConfigsRequest,
-            handlers::configs::incremental_alter
+            handlers::admin_authz::incremental_alter_configs
         ),
         ApiKey::DescribeCluster => {
             call_ctx!(DescribeClusterRequest, handlers::describe_cluster::handle)
@@ -285,29 +290,41 @@ pub async fn dispatch(
         ApiKey::CreateAcls => call_ctx!(CreateAclsRequest, handlers::acls::create),
         ApiKey::DeleteAcls => call_ctx!(DeleteAclsRequest, handlers::acls::delete),
         ApiKey::DescribeLogDirs => {
-            call!(DescribeLogDirsRequest, handlers::describe_log_dirs::handle)
+            call_ctx!(
+                DescribeLogDirsRequest,
+                handlers::admin_authz::describe_log_dirs
+            )
         }
-        ApiKey::DescribeTopicPartitions => call!(
+        ApiKey::DescribeTopicPartitions => call_ctx!(
             DescribeTopicPartitionsRequest,
-            handlers::describe_topic_partitions::handle
+            handlers::admin_authz::describe_topic_partitions
         ),
-        ApiKey::AddPartitionsToTxn => call!(
+        ApiKey::AddPartitionsToTxn => call_ctx!(
             AddPartitionsToTxnRequest,
-            handlers::add_partitions_to_txn::handle
+            handlers::txn_authz::add_partitions_to_txn
         ),
         ApiKey::AddOffsetsToTxn => {
-            call!(AddOffsetsToTxnRequest, handlers::add_offsets_to_txn::handle)
+            call_ctx!(
+                AddOffsetsToTxnRequest,
+                handlers::txn_authz::add_offsets_to_txn
+            )
         }
-        ApiKey::EndTxn => call!(EndTxnRequest, handlers::end_txn::handle),
-        ApiKey::DescribeTransactions => call!(
+        ApiKey::EndTxn => call_ctx!(EndTxnRequest, handlers::txn_authz::end_txn),
+        ApiKey::DescribeTransactions => call_ctx!(
             DescribeTransactionsRequest,
-            handlers::describe_transactions::handle
+            handlers::txn_authz::describe_transactions
         ),
         ApiKey::ListTransactions => {
-            call!(ListTransactionsRequest, handlers::list_transactions::handle)
+            call_ctx!(
+                ListTransactionsRequest,
+                handlers::txn_authz::list_transactions
+            )
         }
         ApiKey::WriteTxnMarkers => {
-            call!(WriteTxnMarkersRequest, handlers::write_txn_markers::handle)
+            call_ctx!(
+                WriteTxnMarkersRequest,
+                handlers::txn_authz::write_txn_markers
+            )
         }
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }

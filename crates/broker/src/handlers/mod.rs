@@ -4,6 +4,7 @@
 pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod admin_authz;
 pub mod api_versions;
 pub mod cluster_authz;
 pub mod configs;
@@ -30,6 +31,7 @@ pub mod reassignments;
 pub mod runnel_describe;
 pub mod scram_credentials;
 pub mod topics;
+pub mod txn_authz;
 pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;
