@@ -492,9 +492,9 @@ impl MetadataImage {
                 self.scram_credentials.insert(
                     (name.clone(), *mechanism),
                     StoredScramCredential {
-                        salt: salt.clone(),
-                        stored_key: stored_key.clone(),
-                        server_key: server_key.clone(),
+                        salt: salt.0.clone(),
+                        stored_key: stored_key.0.clone(),
+                        server_key: server_key.0.clone(),
                         iterations: *iterations,
                     },
                 );

@@ -5,7 +5,7 @@
 //! original records are gone (they were compacted), so a snapshot also stores the offset of the
 //! last record it covers; the rebuilt image is stamped with it and the log continues after it.
 
-use runnel_metadata::{ImageError, MetadataImage, MetadataRecord};
+use runnel_metadata::{ImageError, MetadataImage, MetadataRecord, SecretBytes};
 use serde::{Deserialize, Serialize};
 
 /// The data of a snapshot: the image as records, at `last_offset`.
@@ -78,9 +78,9 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
         out.push(MetadataRecord::UserScramCredential {
             name: name.clone(),
             mechanism: *mechanism,
-            salt: c.salt.clone(),
-            stored_key: c.stored_key.clone(),
-            server_key: c.server_key.clone(),
+            salt: SecretBytes(c.salt.clone()),
+            stored_key: SecretBytes(c.stored_key.clone()),
+            server_key: SecretBytes(c.server_key.clone()),
             iterations: c.iterations,
         });
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::errors::ApiError;
 use crate::image::MetadataImage;
-use crate::records::MetadataRecord;
+use crate::records::{MetadataRecord, SecretBytes};
 
 /// Kafka's error codes for this API.
 const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -151,9 +151,9 @@ pub fn alter_user_scram_credentials(
         records.push(MetadataRecord::UserScramCredential {
             name: u.name.clone(),
             mechanism: u.mechanism,
-            salt: u.salt.clone(),
-            stored_key: u.stored_key.clone(),
-            server_key: u.server_key.clone(),
+            salt: SecretBytes(u.salt.clone()),
+            stored_key: SecretBytes(u.stored_key.clone()),
+            server_key: SecretBytes(u.server_key.clone()),
             // Validated to lie within MIN..=MAX_ITERATIONS above.
             iterations: u.iterations as u32,
         });
