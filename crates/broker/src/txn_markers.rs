@@ -11,23 +11,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use runnel_metadata::MetadataImage;
 use runnel_txn::{MarkerJob, TopicPartition};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 const VERSION: i16 = 1;
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
-const MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 /// Writes `job`'s markers, then calls `done`. Stops early when `cancelled` is set (this
 /// broker no longer coordinates the transaction; the new coordinator resumes it).
@@ -41,7 +37,6 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut remaining: Vec<TopicPartition> = job.partitions.clone();
         let mut backoff = MIN_BACKOFF;
-        let mut correlation = 0i32;
         loop {
             if cancelled.load(Ordering::Relaxed) {
                 return;
@@ -54,11 +49,8 @@ pub fn spawn(
             }
             let mut still = Vec::new();
             for (leader, partitions) in by_leader(&current, &remaining) {
-                correlation = correlation.wrapping_add(1);
                 let failed = match address(&current, leader) {
-                    Some(addr) => {
-                        send(&addr, correlation, &job, coordinator_epoch, &partitions).await
-                    }
+                    Some(addr) => send(&addr, &job, coordinator_epoch, &partitions).await,
                     None => partitions,
                 };
                 still.extend(failed);
@@ -103,7 +95,6 @@ fn address(image: &MetadataImage, broker: i32) -> Option<String> {
 /// One WriteTxnMarkers exchange; returns the partitions that must be retried.
 async fn send(
     addr: &str,
-    correlation: i32,
     job: &MarkerJob,
     coordinator_epoch: i32,
     partitions: &[TopicPartition],
@@ -128,7 +119,14 @@ async fn send(
                 .collect(),
         );
     let request = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-    let response = match exchange(addr, correlation, &request).await {
+    let sent = crate::inter_broker::exchange::<_, WriteTxnMarkersResponse>(
+        addr,
+        ApiKey::WriteTxnMarkers,
+        VERSION,
+        &request,
+        IO_TIMEOUT,
+    );
+    let response = match sent.await {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(addr, error = %e, "WriteTxnMarkers failed");
@@ -160,52 +158,4 @@ async fn send(
         .filter(|tp| !acked.contains(tp))
         .cloned()
         .collect()
-}
-
-async fn exchange(
-    addr: &str,
-    correlation: i32,
-    request: &WriteTxnMarkersRequest,
-) -> Result<WriteTxnMarkersResponse, String> {
-    let key = ApiKey::WriteTxnMarkers;
-    let mut body = BytesMut::new();
-    RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(VERSION)
-        .with_correlation_id(correlation)
-        .with_client_id(Some(StrBytes::from_static_str("runnel-txn-markers")))
-        .encode(&mut body, key.request_header_version(VERSION))
-        .and_then(|()| request.encode(&mut body, VERSION))
-        .map_err(|e| e.to_string())?;
-    let len = i32::try_from(body.len()).map_err(|_| "request too large".to_string())?;
-    let io = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        let mut frame = BytesMut::with_capacity(body.len() + 4);
-        frame.put_i32(len);
-        frame.extend_from_slice(&body);
-        stream.write_all(&frame).await?;
-        let size = stream.read_i32().await?;
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| *s <= MAX_RESPONSE_BYTES)
-            .ok_or_else(|| std::io::Error::other("response size out of bounds"))?;
-        let mut buf = vec![0u8; size];
-        stream.read_exact(&mut buf).await?;
-        Ok::<_, std::io::Error>(bytes::Bytes::from(buf))
-    };
-    let mut bytes = tokio::time::timeout(IO_TIMEOUT, io)
-        .await
-        .map_err(|_| "timed out".to_string())?
-        .map_err(|e| e.to_string())?;
-    let header = ResponseHeader::decode(&mut bytes, key.response_header_version(VERSION))
-        .map_err(|e| e.to_string())?;
-    if header.correlation_id != correlation {
-        return Err("out-of-order response".into());
-    }
-    let response =
-        WriteTxnMarkersResponse::decode(&mut bytes, VERSION).map_err(|e| e.to_string())?;
-    if bytes.has_remaining() {
-        return Err("trailing bytes".into());
-    }
-    Ok(response)
 }
