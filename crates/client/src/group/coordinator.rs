@@ -53,7 +53,6 @@ pub async fn find_once(client: &Client, group: &str) -> Result<CoordinatorInfo> 
 /// One FindCoordinator round trip for `key` of `key_type` (0 group, 1 transactional id), at
 /// the negotiated version: v0-v3 send one key, v4 batches keys and answers per key.
 pub async fn find_key_once(client: &Client, key: &str, key_type: i8) -> Result<CoordinatorInfo> {
-    let group = key;
     let conn = client.any_connection().await?;
     let version = conn.negotiated::<FindCoordinatorRequest>()?;
     let mut req = FindCoordinatorRequest::default();
@@ -61,9 +60,9 @@ pub async fn find_key_once(client: &Client, key: &str, key_type: i8) -> Result<C
         req.key_type = key_type;
     }
     if version >= 4 {
-        req.coordinator_keys = vec![StrBytes::from_string(group.to_owned())];
+        req.coordinator_keys = vec![StrBytes::from_string(key.to_owned())];
     } else {
-        req.key = StrBytes::from_string(group.to_owned());
+        req.key = StrBytes::from_string(key.to_owned());
     }
     let resp = conn
         .send_at(&req, version, client.config().connection.request_timeout)
@@ -82,7 +81,7 @@ pub async fn find_key_once(client: &Client, key: &str, key_type: i8) -> Result<C
             resp.port,
         )
     };
-    ClientError::check(code, message.as_deref()).map_err(|e| with_group(e, group))?;
+    ClientError::check(code, message.as_deref()).map_err(|e| with_group(e, key))?;
     Ok(CoordinatorInfo {
         node_id: node,
         host: host.to_string(),
