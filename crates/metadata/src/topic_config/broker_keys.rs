@@ -10,6 +10,8 @@ use ConfigType::{Boolean, Int, List, Long, Short, String as Str};
 /// (property, type, documentation), sorted by property.
 static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("advertised.listeners", Str, "The listeners clients are told to connect to (listener://host:port), when they differ from listeners."),
+    ("allow.everyone.if.no.acl.found", Boolean, "With an authorizer: whether a request no ACL matches is allowed."),
+    ("authorizer.class.name", Str, "The authorizer (Kafka's StandardAuthorizer class name enables ACLs; empty: no authorization)."),
     ("auto.create.topics.enable", Boolean, "Whether a Metadata or Produce request for an unknown topic creates it."),
     ("auto.leader.rebalance.enable", Boolean, "Whether leadership is moved back to preferred replicas periodically."),
     ("broker.heartbeat.interval.ms", Int, "How often a broker heartbeats to the active controller."),
@@ -83,6 +85,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
+    ("super.users", Str, "Principals (User:name, separated by ;) allowed everything, whatever the ACLs say."),
     ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
     ("transaction.state.log.min.isr", Int, "The min.insync.replicas of __transaction_state."),
     ("transaction.state.log.num.partitions", Int, "The number of partitions of __transaction_state."),
