@@ -58,22 +58,37 @@ fn config_refusal(
     (!broker.authorized(ctx, op, resource, &name)).then_some(denied)
 }
 
+/// Splits off the config resources `op` is refused on: (type, name, refusal code) of each.
+fn take_refused<R>(
+    broker: &Broker,
+    ctx: &RequestContext,
+    op: AclOperation,
+    resources: &mut Vec<R>,
+    key: impl Fn(&R) -> (i8, &StrBytes),
+) -> Vec<(i8, StrBytes, i16)> {
+    let mut refused = Vec::new();
+    resources.retain(|r| {
+        let (resource_type, name) = key(r);
+        match config_refusal(broker, ctx, op, resource_type, name) {
+            Some(denied) => {
+                refused.push((resource_type, name.clone(), denied));
+                false
+            }
+            None => true,
+        }
+    });
+    refused
+}
+
 pub async fn describe_configs(
     broker: &Arc<Broker>,
     mut request: DescribeConfigsRequest,
     version: i16,
     ctx: &RequestContext,
 ) -> DescribeConfigsResponse {
-    let mut refused = Vec::new();
-    request.resources.retain(|r| {
-        let op = AclOperation::DescribeConfigs;
-        match config_refusal(broker, ctx, op, r.resource_type, &r.resource_name) {
-            Some(denied) => {
-                refused.push((r.resource_type, r.resource_name.clone(), denied));
-                false
-            }
-            None => true,
-        }
+    let op = AclOperation::DescribeConfigs;
+    let refused = take_refused(broker, ctx, op, &mut request.resources, |r| {
+        (r.resource_type, &r.resource_name)
     });
     let mut response = configs::describe(broker, request, version).await;
     response
@@ -93,16 +108,9 @@ pub async fn alter_configs(
     version: i16,
     ctx: &RequestContext,
 ) -> AlterConfigsResponse {
-    let mut refused = Vec::new();
-    request.resources.retain(|r| {
-        let op = AclOperation::AlterConfigs;
-        match config_refusal(broker, ctx, op, r.resource_type, &r.resource_name) {
-            Some(denied) => {
-                refused.push((r.resource_type, r.resource_name.clone(), denied));
-                false
-            }
-            None => true,
-        }
+    let op = AclOperation::AlterConfigs;
+    let refused = take_refused(broker, ctx, op, &mut request.resources, |r| {
+        (r.resource_type, &r.resource_name)
     });
     let mut response = configs::alter(broker, request, version).await;
     response
@@ -122,16 +130,9 @@ pub async fn incremental_alter_configs(
     version: i16,
     ctx: &RequestContext,
 ) -> IncrementalAlterConfigsResponse {
-    let mut refused = Vec::new();
-    request.resources.retain(|r| {
-        let op = AclOperation::AlterConfigs;
-        match config_refusal(broker, ctx, op, r.resource_type, &r.resource_name) {
-            Some(denied) => {
-                refused.push((r.resource_type, r.resource_name.clone(), denied));
-                false
-            }
-            None => true,
-        }
+    let op = AclOperation::AlterConfigs;
+    let refused = take_refused(broker, ctx, op, &mut request.resources, |r| {
+        (r.resource_type, &r.resource_name)
     });
     let mut response = configs::incremental_alter(broker, request, version).await;
     response

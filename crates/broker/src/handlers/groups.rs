@@ -99,7 +99,8 @@ async fn ensure_internal_topic(broker: &Arc<Broker>, topic: InternalTopic) {
         );
         return;
     }
-    let partitions = broker.config.get_i64(topic.partitions_key, 50).max(1) as i32;
+    let partitions =
+        i32::try_from(broker.config.get_i64(topic.partitions_key, 50).max(1)).unwrap_or(i32::MAX);
     let request = CreateTopicRequest {
         name: topic.name.to_string(),
         num_partitions: partitions,
