@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::clock::now_ms;
 use crate::consumer_group_settings::group_timeouts;
 use crate::group_purgatory::{Outcome, Purgatory};
-use crate::partition::{any_progress, Progress};
+use crate::partition::Progress;
 use crate::replica_manager::ReplicaManager;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -388,8 +388,8 @@ pub fn spawn(
     replicas: Arc<ReplicaManager>,
     image: watch::Receiver<Arc<MetadataImage>>,
 ) -> GroupHandle {
-    let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
-    let mut manager = GroupManager {
+    let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+    let manager = GroupManager {
         node_id,
         config,
         replicas,
@@ -404,32 +404,32 @@ pub fn spawn(
         purgatory: Purgatory::default(),
         topics: TopicsView::default(),
     };
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        manager.follow_leadership();
-        loop {
-            // Subscribed before the HWs are read, so an advance in between is not missed.
-            let mut parked = manager.watch_parked();
-            manager.complete_replicated();
-            let waiting = !manager.purgatory.is_empty();
-            tokio::select! {
-                command = rx.recv() => match command {
-                    Some(command) => manager.handle(command),
-                    None => return,
-                },
-                _ = tick.tick() => manager.tick(),
-                changed = manager.image.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    manager.follow_leadership();
-                }
-                _ = any_progress(parked.iter_mut()), if waiting => {}
-            }
-        }
-    });
+    crate::coordinator_task::spawn_loop(manager, rx, TICK);
     GroupHandle { tx }
+}
+
+impl crate::coordinator_task::CoordinatorTask for GroupManager {
+    type Command = Command;
+
+    fn follow_leadership(&mut self) {
+        GroupManager::follow_leadership(self)
+    }
+    fn handle(&mut self, command: Command) {
+        GroupManager::handle(self, command)
+    }
+    fn tick(&mut self) {
+        GroupManager::tick(self)
+    }
+    fn watch_parked(&self) -> Vec<watch::Receiver<Progress>> {
+        GroupManager::watch_parked(self)
+    }
+    fn complete_replicated(&mut self) -> bool {
+        GroupManager::complete_replicated(self);
+        !self.purgatory.is_empty()
+    }
+    fn image(&mut self) -> &mut watch::Receiver<Arc<MetadataImage>> {
+        &mut self.image
+    }
 }
 
 impl GroupManager {

@@ -10,6 +10,7 @@ pub mod context;
 pub mod controller_client;
 pub mod controller_rpc;
 pub mod controller_shell;
+pub mod coordinator_task;
 pub mod disk_space;
 pub mod dispatch;
 pub mod errors;

@@ -27,7 +27,7 @@ use crate::group_manager::{
     encode_batch, outcome_code, read_records, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 };
 use crate::group_purgatory::Purgatory;
-use crate::partition::{any_progress, Progress};
+use crate::partition::Progress;
 use crate::replica_manager::ReplicaManager;
 
 pub const TXN_TOPIC: &str = "__transaction_state";
@@ -151,8 +151,8 @@ pub fn spawn(
     replicas: Arc<ReplicaManager>,
     image: watch::Receiver<Arc<MetadataImage>>,
 ) -> TxnHandle {
-    let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
-    let mut manager = TxnManager {
+    let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+    let manager = TxnManager {
         node_id,
         config,
         replicas,
@@ -161,31 +161,32 @@ pub fn spawn(
         purgatory: Purgatory::default(),
         tx: tx.clone(),
     };
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        manager.follow_leadership();
-        loop {
-            let mut parked = manager.watch_parked();
-            manager.complete_replicated();
-            let waiting = !manager.purgatory.is_empty();
-            tokio::select! {
-                command = rx.recv() => match command {
-                    Some(command) => manager.handle(command),
-                    None => return,
-                },
-                _ = tick.tick() => manager.tick(),
-                changed = manager.image.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    manager.follow_leadership();
-                }
-                _ = any_progress(parked.iter_mut()), if waiting => {}
-            }
-        }
-    });
+    crate::coordinator_task::spawn_loop(manager, rx, TICK);
     TxnHandle { tx }
+}
+
+impl crate::coordinator_task::CoordinatorTask for TxnManager {
+    type Command = Command;
+
+    fn follow_leadership(&mut self) {
+        TxnManager::follow_leadership(self)
+    }
+    fn handle(&mut self, command: Command) {
+        TxnManager::handle(self, command)
+    }
+    fn tick(&mut self) {
+        TxnManager::tick(self)
+    }
+    fn watch_parked(&self) -> Vec<watch::Receiver<Progress>> {
+        TxnManager::watch_parked(self)
+    }
+    fn complete_replicated(&mut self) -> bool {
+        TxnManager::complete_replicated(self);
+        !self.purgatory.is_empty()
+    }
+    fn image(&mut self) -> &mut watch::Receiver<Arc<MetadataImage>> {
+        &mut self.image
+    }
 }
 
 impl TxnManager {
