@@ -371,6 +371,7 @@ impl Partition {
             .append(records, &headers, role.leader_epoch)
             .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
+        snapshot_on_roll(&mut log, &producers);
         drop(producers);
         self.after_leader_append(&mut log, info.last_offset);
         Ok(Appended {
@@ -418,6 +419,7 @@ impl Partition {
         if let Some(aborted) = producers.apply_marker(marker, info.first_offset, now) {
             index_aborted(&mut log, aborted);
         }
+        snapshot_on_roll(&mut log, &producers);
         drop(producers);
         self.after_leader_append(&mut log, info.last_offset);
         Ok(Appended {
@@ -602,12 +604,9 @@ impl Partition {
                 // Keep the idempotent-producer state as the leader's, so this replica checks
                 // sequences correctly the moment it becomes the leader (Kafka updates its
                 // ProducerStateManager on replication too).
-                record_replicated_producers(
-                    &mut self.producers.lock(),
-                    &mut log,
-                    records,
-                    info.last_offset,
-                );
+                let mut producers = self.producers.lock();
+                record_replicated_producers(&mut producers, &mut log, records, info.last_offset);
+                snapshot_on_roll(&mut log, &producers);
             }
         }
         let hw = runnel_replication::follower_high_watermark(leader_hw, log.log_end_offset());
@@ -654,6 +653,14 @@ impl Partition {
         *self.producers.lock() = rebuild_producer_state(&mut log);
         self.publish(&log);
         restarted
+    }
+
+    /// Clean shutdown: the producer state as of the LEO, fsynced, so the next start replays
+    /// nothing (Kafka's `ProducerStateManager.takeSnapshot` on close).
+    pub fn snapshot_producers(&self) {
+        let mut log = self.log.lock();
+        let producers = self.producers.lock();
+        log.write_producer_snapshot(&producers.snapshot_entries(), true);
     }
 
     /// Forgets the idempotent producers whose last batch is `expiration_ms` old (Kafka's
@@ -791,19 +798,17 @@ fn check_timestamps(
     Ok(())
 }
 
-/// How far back (in offsets) producer state is rebuilt from the log on open. Kafka keeps
-/// snapshots; rescanning the recent tail covers the retries that matter after a restart (a
-/// producer retries within its delivery timeout) at a bounded startup cost.
-const PRODUCER_STATE_SCAN_OFFSETS: i64 = 100_000;
-
-/// Replays idempotent batch headers from the log's tail so retries that straddle a restart are
-/// still recognised as duplicates.
+/// The producer state of the log on open or after a truncation: the newest snapshot
+/// (`<offset>.snapshot`, written at every segment roll and at clean shutdown) plus a replay of
+/// the batches after it; without one, a replay from the log start (Kafka's
+/// `ProducerStateManager.truncateAndReload` + `UnifiedLog.rebuildProducerState`). The whole
+/// log counts: an open transaction that began long ago still holds the LSO after a restart.
 fn rebuild_producer_state(log: &mut PartitionLog) -> ProducerStateTable {
-    let mut table = ProducerStateTable::default();
+    let (mut offset, mut table) = match log.latest_producer_snapshot() {
+        Some((offset, entries)) => (offset, ProducerStateTable::from_snapshot(&entries)),
+        None => (log.log_start_offset(), ProducerStateTable::default()),
+    };
     let leo = log.log_end_offset();
-    let mut offset = log
-        .log_start_offset()
-        .max(leo - PRODUCER_STATE_SCAN_OFFSETS);
     while offset < leo {
         let read = match log.read(offset, 4 << 20, leo, true) {
             Ok(read) if !read.records.is_empty() => read,
@@ -830,6 +835,14 @@ fn rebuild_producer_state(log: &mut PartitionLog) -> ProducerStateTable {
         }
     }
     table
+}
+
+/// Kafka snapshots the producer state when a segment rolls, so a restart replays only the
+/// active segment; `producers` must describe exactly the batches below the LEO.
+fn snapshot_on_roll(log: &mut PartitionLog, producers: &ProducerStateTable) {
+    if log.rolled_since_snapshot() {
+        log.write_producer_snapshot(&producers.snapshot_entries(), false);
+    }
 }
 
 /// Records the idempotent batches a follower appended (each with the offsets the leader gave

@@ -158,3 +158,123 @@ fn a_read_committed_long_poll_wakes_on_the_lso_not_the_hw() {
     let committed = *p.subscribe().borrow();
     assert!(committed.has_news_for(&seen, 0, ReadBound::LastStable));
 }
+
+/// A leader for `t-0` whose segments roll after `segment_bytes`.
+fn solo_with_segments(dir: &std::path::Path, segment_bytes: u64) -> Partition {
+    let mut r = role(0, &[1], &[1, 2, 3]);
+    let mut config = (*r.config).clone();
+    config.segment_bytes = segment_bytes;
+    r.config = std::sync::Arc::new(config);
+    leader(dir, r)
+}
+
+fn snapshots(dir: &std::path::Path) -> Vec<i64> {
+    runnel_log::producer_snapshot::list(&dir.join("t-0")).unwrap()
+}
+
+/// Caught: the producer state was rebuilt from the last 100,000 offsets only, so a transaction
+/// opened before them was forgotten on restart and its uncommitted records became visible to
+/// read_committed consumers (the LSO jumped to the HW). Now the replay starts at the newest
+/// snapshot or, without one (an unclean stop before any roll), at the log start.
+#[test]
+fn an_open_transaction_older_than_100k_offsets_survives_an_unclean_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let p = solo(dir.path());
+        p.append_as_leader(&txn_batch(5, 0, 1), 1, 1).unwrap();
+        for _ in 0..11 {
+            p.append_as_leader(&super::tests::plain_batch(10_000), 1, 1)
+                .unwrap();
+        }
+        assert_eq!(p.last_stable_offset(), 0);
+    }
+    assert!(snapshots(dir.path()).is_empty(), "no roll, no clean stop");
+    let p = solo(dir.path());
+    assert!(p.in_transaction(5));
+    p.append_as_leader(&super::tests::plain_batch(1), 1, 1)
+        .unwrap();
+    assert_eq!(p.last_stable_offset(), 0);
+}
+
+/// A roll writes a snapshot as of the LEO and a restart starts from it: a crafted snapshot
+/// that names an open transaction the log does not hold is believed (so it was read, not
+/// the log), and a damaged one is skipped for the log replay.
+#[test]
+fn a_roll_writes_a_snapshot_and_a_restart_starts_from_the_newest_readable_one() {
+    use runnel_log::producer_snapshot::{self, SnapshotEntry};
+    let dir = tempfile::tempdir().unwrap();
+    let rolled_at = {
+        let p = solo_with_segments(dir.path(), 64);
+        p.append_as_leader(&txn_batch(5, 0, 3), 1, 1).unwrap();
+        p.append_as_leader(&txn_batch(5, 3, 3), 1, 1).unwrap();
+        assert!(p.lock_log().num_segments() > 1);
+        let leo = p.lock_log().log_end_offset();
+        leo
+    };
+    assert_eq!(snapshots(dir.path()), vec![rolled_at]);
+    let p = solo_with_segments(dir.path(), 64);
+    assert!(p.in_transaction(5));
+    drop(p);
+    let crafted = SnapshotEntry {
+        producer_id: 77,
+        epoch: 0,
+        last_sequence: 0,
+        last_offset: 0,
+        offset_delta: 0,
+        timestamp: 0,
+        coordinator_epoch: 0,
+        current_txn_first_offset: 0,
+    };
+    let log_dir = dir.path().join("t-0");
+    producer_snapshot::write(&log_dir, rolled_at, &[crafted], true).unwrap();
+    let p = solo_with_segments(dir.path(), 64);
+    assert!(p.in_transaction(77), "the snapshot was loaded");
+    assert!(
+        !p.in_transaction(5),
+        "the log below the snapshot was not replayed"
+    );
+    drop(p);
+    let path = producer_snapshot::snapshot_path(&log_dir, rolled_at);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[20] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let p = solo_with_segments(dir.path(), 64);
+    assert!(!p.in_transaction(77), "the damaged snapshot was skipped");
+    assert!(p.in_transaction(5), "the log replay rebuilt the state");
+}
+
+/// A follower truncation removes the snapshots of the cut tail: otherwise, once new batches
+/// reach that offset again, a restart would load the state of batches the log lost.
+#[test]
+fn a_truncation_deletes_the_snapshots_above_the_new_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = solo(dir.path());
+    p.append_as_leader(&txn_batch(5, 0, 3), 1, 1).unwrap();
+    p.snapshot_producers();
+    assert_eq!(snapshots(dir.path()), vec![3]);
+    p.set_role(super::tests::follower_role());
+    p.truncate_to(0).unwrap();
+    assert!(snapshots(dir.path()).is_empty());
+    assert!(!p.in_transaction(5));
+}
+
+/// The clean stop's snapshot is as of the LEO: the next open replays nothing.
+#[test]
+fn a_clean_stop_snapshot_covers_the_whole_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let p = solo(dir.path());
+        p.append_as_leader(&txn_batch(5, 0, 2), 1, 1).unwrap();
+        p.write_marker(&marker(5, 0, true, 3), 1).unwrap();
+        p.append_as_leader(&txn_batch(6, 0, 1), 1, 1).unwrap();
+        p.snapshot_producers();
+    }
+    assert_eq!(snapshots(dir.path()), vec![4]);
+    let p = solo(dir.path());
+    assert!(p.in_transaction(6));
+    assert!(!p.in_transaction(5));
+    assert_eq!(
+        p.write_marker(&marker(5, 0, true, 2), 1).unwrap_err().0,
+        crate::producer_state::TRANSACTION_COORDINATOR_FENCED
+    );
+}

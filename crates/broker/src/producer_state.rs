@@ -22,6 +22,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use runnel_log::control::Marker;
+use runnel_log::producer_snapshot::SnapshotEntry;
 use runnel_log::txn::{AbortedTxn, OngoingTxns};
 
 /// How many recent batches per producer are remembered for duplicate detection (Kafka: 5).
@@ -230,6 +231,85 @@ impl ProducerStateTable {
     }
 }
 
+/// Producer-state snapshots (`runnel_log::producer_snapshot`, Kafka's layout): one entry per
+/// producer with its last batch only, as Kafka keeps; after a restart a retry of an older one
+/// of its last five batches is answered OUT_OF_ORDER_SEQUENCE_NUMBER instead of as a duplicate,
+/// as Kafka does.
+impl ProducerStateTable {
+    pub fn snapshot_entries(&self) -> Vec<SnapshotEntry> {
+        self.producers
+            .iter()
+            .map(|(&producer_id, e)| {
+                let (last_sequence, last_offset, offset_delta) = match e.batches.back() {
+                    Some(b) => {
+                        let delta = seq_span(b.first_seq, b.last_seq);
+                        (
+                            b.last_seq,
+                            b.first_offset.saturating_add(i64::from(delta)),
+                            delta,
+                        )
+                    }
+                    None => (-1, -1, 0),
+                };
+                SnapshotEntry {
+                    producer_id,
+                    epoch: e.epoch,
+                    last_sequence,
+                    last_offset,
+                    offset_delta,
+                    timestamp: e.last_timestamp,
+                    coordinator_epoch: e.coordinator_epoch,
+                    current_txn_first_offset: self
+                        .ongoing
+                        .first_offset_of(producer_id)
+                        .unwrap_or(-1),
+                }
+            })
+            .collect()
+    }
+
+    /// The table a snapshot describes (entries as `runnel_log::producer_snapshot::decode`
+    /// checked them: no negative first offset or sequence).
+    pub fn from_snapshot(entries: &[SnapshotEntry]) -> Self {
+        let mut table = ProducerStateTable::default();
+        for e in entries {
+            let mut entry = ProducerEntry {
+                epoch: e.epoch,
+                last_timestamp: e.timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+                ..ProducerEntry::default()
+            };
+            if e.last_offset >= 0 {
+                entry.batches.push_back(BatchMeta {
+                    first_seq: seq_before(e.last_sequence, e.offset_delta),
+                    last_seq: e.last_sequence,
+                    first_offset: e.last_offset.saturating_sub(i64::from(e.offset_delta)),
+                });
+            }
+            if e.current_txn_first_offset >= 0 {
+                table
+                    .ongoing
+                    .on_data(e.producer_id, e.current_txn_first_offset);
+            }
+            table.producers.insert(e.producer_id, entry);
+        }
+        table
+    }
+}
+
+/// The sequence `span` before `last` (sequences wrap at i32::MAX).
+fn seq_before(last: i32, span: i32) -> i32 {
+    let first = (i64::from(last) - i64::from(span)).rem_euclid(i64::from(i32::MAX) + 1);
+    i32::try_from(first).unwrap_or(0)
+}
+
+/// How many sequences after `first` a batch ending at `last` spans (sequences wrap at
+/// i32::MAX): its record count - 1, which is also its offset delta.
+fn seq_span(first: i32, last: i32) -> i32 {
+    let span = (i64::from(last) - i64::from(first)).rem_euclid(i64::from(i32::MAX) + 1);
+    i32::try_from(span).unwrap_or(i32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +426,53 @@ mod tests {
         assert_eq!((aborted.first_offset, aborted.last_offset), (7, 8));
         assert_eq!(t.first_unstable_offset(), None);
         assert_eq!(t.remove_expired(2 * DAY, DAY), 1);
+    }
+
+    /// A snapshot keeps what a restart needs: the last batch (its retry is a duplicate with
+    /// its offset), the epochs, and the open transaction that holds the LSO.
+    #[test]
+    fn a_snapshot_round_trip_keeps_the_last_batch_epochs_and_open_transaction() {
+        let mut t = ProducerStateTable::default();
+        t.record(1, 2, 0, 9, 100, 5, false);
+        t.record(1, 2, 10, 19, 110, 6, false);
+        t.record(3, 0, i32::MAX - 1, 1, 200, 7, true);
+        let m = Marker {
+            producer_id: 4,
+            producer_epoch: 1,
+            commit: true,
+            coordinator_epoch: 9,
+        };
+        t.apply_marker(&m, 300, 8);
+        let entries = t.snapshot_entries();
+        let bytes = runnel_log::producer_snapshot::encode(&entries).unwrap();
+        let back = ProducerStateTable::from_snapshot(
+            &runnel_log::producer_snapshot::decode(&bytes).unwrap(),
+        );
+        assert_eq!(
+            back.check(1, 2, 10, 19),
+            SequenceCheck::Duplicate { first_offset: 110 }
+        );
+        assert_eq!(back.check(1, 2, 20, 29), SequenceCheck::Append);
+        assert_eq!(
+            back.check(1, 1, 20, 29),
+            SequenceCheck::Reject {
+                error_code: INVALID_PRODUCER_EPOCH
+            }
+        );
+        assert_eq!(
+            back.check(3, 0, i32::MAX - 1, 1),
+            SequenceCheck::Duplicate { first_offset: 200 }
+        );
+        assert_eq!(back.first_unstable_offset(), Some(200));
+        assert!(back.in_transaction(3));
+        let stale = Marker {
+            coordinator_epoch: 8,
+            ..m
+        };
+        assert_eq!(
+            back.check_marker(&stale),
+            Err(TRANSACTION_COORDINATOR_FENCED)
+        );
+        assert_eq!(back.len(), 3);
     }
 }

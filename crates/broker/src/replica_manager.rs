@@ -278,6 +278,13 @@ impl ReplicaManager {
         cleaned
     }
 
+    /// Clean shutdown, before the logs close: every partition's producer state as of its LEO.
+    pub fn snapshot_producers(&self) {
+        for p in self.all() {
+            p.snapshot_producers();
+        }
+    }
+
     /// Retention for every local log; returns the number of segments deleted.
     pub fn enforce_retention(&self, now_ms: i64) -> usize {
         let mut deleted = 0;

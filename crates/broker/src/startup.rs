@@ -803,9 +803,12 @@ impl RunningBroker {
         let _ = self.shutdown.send(true);
         let _ = self.server.await;
         let replicas = self.broker.replicas.clone();
-        tokio::task::spawn_blocking(move || replicas.logs().shutdown())
-            .await
-            .map_err(|e| BrokerError::Startup(format!("shutdown task failed: {e}")))??;
+        tokio::task::spawn_blocking(move || {
+            replicas.snapshot_producers();
+            replicas.logs().shutdown()
+        })
+        .await
+        .map_err(|e| BrokerError::Startup(format!("shutdown task failed: {e}")))??;
         if let Some(quorum) = self.quorum {
             // Other holders (the controller task, the metadata follower) end with the runtime.
             if let Ok(quorum) = Arc::try_unwrap(quorum) {

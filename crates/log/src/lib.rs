@@ -63,6 +63,7 @@ mod index;
 mod manager;
 mod partition_log;
 pub mod partition_metadata;
+pub mod producer_snapshot;
 mod record_scan;
 mod scan;
 mod segment;

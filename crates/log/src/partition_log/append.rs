@@ -209,6 +209,7 @@ impl PartitionLog {
         sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         self.segments.push(seg);
+        self.rolled_since_snapshot = true;
         Ok(())
     }
 }

@@ -9,6 +9,7 @@ mod append;
 mod compact;
 mod flush;
 mod open;
+mod producer_snapshots;
 mod read;
 mod retention;
 mod truncate;
@@ -98,6 +99,8 @@ pub struct PartitionLog {
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,
+    /// A segment was rolled since the last producer snapshot (the broker then writes one).
+    rolled_since_snapshot: bool,
     /// Set once an fsync failed or a failed write could not be undone; shared with every
     /// [`crate::FlushTarget`] taken, so no file of this log is fsynced again (fsyncgate).
     failed: Arc<OnceLock<String>>,

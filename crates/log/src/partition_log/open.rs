@@ -98,6 +98,8 @@ impl PartitionLog {
         };
         epochs.truncate_from_end(leo)?;
         epochs.truncate_from_start(log_start_offset)?;
+        // Recovery may have cut the tail a snapshot describes.
+        crate::producer_snapshot::remove_where(&dir, |o| o > leo)?;
         let kept: Vec<i64> = segments.iter().map(|s| s.base_offset()).collect();
         let aborted = super::txn_index::load(&dir, &kept);
         let mut log = PartitionLog {
@@ -113,6 +115,7 @@ impl PartitionLog {
             aborted,
             pending_deletes: Vec::new(),
             closed: false,
+            rolled_since_snapshot: false,
             failed: Default::default(),
         };
         // Recovery may have cut markers the index still lists.

@@ -18,6 +18,8 @@ impl PartitionLog {
 
     fn truncate_to_unguarded(&mut self, offset: i64) -> Result<(), LogError> {
         self.ensure_open()?;
+        // Before anything is cut: a snapshot of the removed tail must not outlive it.
+        self.remove_snapshots_above(offset)?;
         if offset >= self.log_end_offset() {
             // No records to cut, but an epoch that starts here and holds nothing yet (a leader
             // deposed before its first append) must go: the leader's log does not have it.
@@ -43,6 +45,7 @@ impl PartitionLog {
             self.active_mut().truncate_to(offset, interval)?;
         }
         let leo = self.log_end_offset();
+        self.remove_snapshots_above(leo)?;
         self.log_start_offset = self.log_start_offset.min(leo);
         self.high_watermark = self.high_watermark.clamp(self.log_start_offset, leo);
         self.recovery_point = self.recovery_point.min(leo);
@@ -68,6 +71,7 @@ impl PartitionLog {
         if base <= self.log_end_offset() {
             return Ok(());
         }
+        self.remove_snapshots_above(-1)?;
         let fresh = Segment::create(&self.dir, base, self.config.max_index_bytes)?;
         let removed: Vec<Segment> = std::mem::replace(&mut self.segments, vec![fresh]);
         for seg in &removed {
