@@ -178,7 +178,7 @@ impl Partition {
         };
         let mut log = partition.log.lock();
         partition.sync_leader_state(&partition.role(), &mut log);
-        partition.publish(&log);
+        partition.publish(&mut log);
         drop(log);
         partition
     }
@@ -207,9 +207,12 @@ impl Partition {
     }
 
     /// Publishes the log's LEO and HW and the role's leadership; wakes this partition's
-    /// waiters if any of them moved. Called with the log locked after every change.
-    fn publish(&self, log: &PartitionLog) {
+    /// waiters if any of them moved; tells the log where its first open transaction starts.
+    /// Called with the log locked after every change.
+    fn publish(&self, log: &mut PartitionLog) {
         let first_unstable = self.producers.lock().first_unstable_offset();
+        // The cleaner stays below the first open transaction (its outcome is not known yet).
+        log.set_first_unstable_offset(first_unstable);
         let now = Progress::of(log, &self.role.read(), first_unstable);
         self.progress.send_if_modified(|p| {
             let changed = p.position() != now.position();
@@ -242,7 +245,7 @@ impl Partition {
         *self.role.write() = role.clone();
         let mut log = self.log.lock();
         self.sync_leader_state(&role, &mut log);
-        self.publish(&log);
+        self.publish(&mut log);
     }
 
     /// Brings the leader state in line with the image's role: created on becoming leader
@@ -467,7 +470,7 @@ impl Partition {
         }
         let (fetched, log_start_moved) =
             self.record_follower_fetch_locked(&mut log, replica, fetch_offset, follower_log_start);
-        self.publish(&log);
+        self.publish(&mut log);
         drop(log);
         if log_start_moved {
             self.wake_waiters();
@@ -483,7 +486,7 @@ impl Partition {
     pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> FollowerFetch {
         let mut log = self.log.lock();
         let (fetched, _) = self.record_follower_fetch_locked(&mut log, replica, fetch_offset, 0);
-        self.publish(&log);
+        self.publish(&mut log);
         fetched
     }
 
@@ -570,7 +573,7 @@ impl Partition {
                 s.apply_committed_isr(isr, partition_epoch, now_ms());
                 let hw_changed = publish_high_watermark(s, &mut log);
                 drop(state);
-                self.publish(&log);
+                self.publish(&mut log);
                 // The committed ISR can also settle a parked acks=all (too few replicas now).
                 drop(log);
                 self.wake_waiters();
@@ -611,7 +614,7 @@ impl Partition {
         }
         let hw = runnel_replication::follower_high_watermark(leader_hw, log.log_end_offset());
         log.set_high_watermark(hw);
-        self.publish(&log);
+        self.publish(&mut log);
         Ok(())
     }
 
@@ -625,7 +628,7 @@ impl Partition {
         let start = leader_log_start.min(log.high_watermark());
         if start > log.log_start_offset() {
             log.delete_records_before(start)?;
-            self.publish(&log);
+            self.publish(&mut log);
         }
         Ok(())
     }
@@ -641,7 +644,7 @@ impl Partition {
         let mut log = self.log.lock();
         let truncated = log.truncate_to(offset);
         *self.producers.lock() = rebuild_producer_state(&mut log);
-        self.publish(&log);
+        self.publish(&mut log);
         truncated
     }
 
@@ -651,7 +654,7 @@ impl Partition {
         let mut log = self.log.lock();
         let restarted = log.truncate_fully_and_start_at(offset);
         *self.producers.lock() = rebuild_producer_state(&mut log);
-        self.publish(&log);
+        self.publish(&mut log);
         restarted
     }
 

@@ -133,6 +133,40 @@ impl OngoingTxns {
     }
 }
 
+/// Which transactional batches belong to an aborted transaction, for the log cleaner (Kafka's
+/// `LogCleaner` drops aborted data: it never wins a key, and is removed). Built from the
+/// `.txnindex` entries; a batch of producer `p` at offset `o` is aborted when one of `p`'s
+/// aborted transactions spans `o` (a producer's transactions never overlap).
+#[derive(Debug, Default, Clone)]
+pub struct AbortedBatches {
+    by_producer: std::collections::HashMap<i64, Vec<(i64, i64)>>,
+}
+
+impl AbortedBatches {
+    pub fn new(aborted: &[AbortedTxn]) -> Self {
+        let mut by_producer: std::collections::HashMap<i64, Vec<(i64, i64)>> = Default::default();
+        for a in aborted {
+            by_producer
+                .entry(a.producer_id)
+                .or_default()
+                .push((a.first_offset, a.last_offset));
+        }
+        for ranges in by_producer.values_mut() {
+            ranges.sort_unstable();
+        }
+        AbortedBatches { by_producer }
+    }
+
+    /// Whether the transactional batch of `producer_id` starting at `offset` was aborted.
+    pub fn contains(&self, producer_id: i64, offset: i64) -> bool {
+        let Some(ranges) = self.by_producer.get(&producer_id) else {
+            return false;
+        };
+        let after = ranges.partition_point(|&(first, _)| first <= offset);
+        after > 0 && offset <= ranges[after - 1].1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +272,34 @@ mod tests {
                 let overlaps = t.first_offset < from + len && t.last_offset >= from;
                 prop_assert_eq!(got.contains(t), overlaps);
             }
+        }
+    }
+
+    #[test]
+    fn aborted_batches_are_those_inside_an_aborted_range_of_their_producer() {
+        let a = |producer_id, first_offset, last_offset| AbortedTxn {
+            producer_id,
+            first_offset,
+            last_offset,
+            last_stable_offset: 0,
+        };
+        let b = AbortedBatches::new(&[a(1, 10, 20), a(1, 30, 31), a(2, 0, 5)]);
+        for (pid, offset, aborted) in [
+            (1, 9, false),
+            (1, 10, true),
+            (1, 20, true),
+            (1, 21, false),
+            (1, 30, true),
+            (1, 32, false),
+            (2, 3, true),
+            (2, 10, false),
+            (3, 10, false),
+        ] {
+            assert_eq!(
+                b.contains(pid, offset),
+                aborted,
+                "producer {pid} offset {offset}"
+            );
         }
     }
 }

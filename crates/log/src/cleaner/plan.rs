@@ -21,6 +21,11 @@ use super::rewrite::{batch_records, filter_batch, FilterRules, Verdict};
 use super::swap;
 use super::CompactionConfig;
 
+/// Whether `h` is a data batch of an aborted transaction.
+pub(crate) fn aborted(batches: &crate::txn::AbortedBatches, h: &BatchHeader) -> bool {
+    h.is_transactional() && !h.is_control() && batches.contains(h.producer_id, h.base_offset)
+}
+
 /// Output is appended in chunks of about this size (one `writev` each).
 const WRITE_CHUNK: usize = 1 << 20;
 
@@ -51,6 +56,8 @@ pub struct CompactionPlan {
     /// Every cleanable segment, oldest first: closed, below the HW, older than the min lag.
     pub(crate) segments: Vec<SegmentRef>,
     pub(crate) max_map_entries: usize,
+    /// The aborted transactions below `end`: their batches never enter the map and are dropped.
+    pub(crate) aborted: crate::txn::AbortedBatches,
 }
 
 /// One rewritten group: replaces `members` (contiguous, `[base, end)`) by `{base}.*.cleaned`.
@@ -204,6 +211,7 @@ impl CompactionPlan {
         let n = self.segments.partition_point(|s| s.base < clean_up_to);
         let rules = FilterRules {
             map: &map,
+            aborted: &self.aborted,
             now_ms: self.now_ms,
             delete_retention_ms: self.config.delete_retention_ms,
         };
@@ -228,7 +236,8 @@ impl CompactionPlan {
             .filter(|s| s.next_offset > self.first_dirty)
         {
             for_each_batch(seg, u64::MAX, |_, h, bytes| {
-                if h.last_offset() < self.first_dirty || h.is_control() {
+                if h.last_offset() < self.first_dirty || h.is_control() || aborted(&self.aborted, h)
+                {
                     return Ok(true);
                 }
                 if map.len() > 0 && !map.has_room_for(h.record_count.max(0) as usize) {

@@ -41,6 +41,7 @@ pub(crate) struct Filtered {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FilterRules<'a> {
     pub(crate) map: &'a OffsetMap,
+    pub(crate) aborted: &'a crate::txn::AbortedBatches,
     pub(crate) now_ms: i64,
     pub(crate) delete_retention_ms: i64,
 }
@@ -54,8 +55,10 @@ pub(crate) fn batch_records(h: &BatchHeader, bytes: &[u8]) -> Result<Vec<u8>, St
 }
 
 /// Decides the fate of one data batch (`bytes` is the whole batch, CRC already verified).
-/// Control batches and batches whose records cannot be decoded are kept verbatim: keeping too
-/// much is always safe, dropping on a guess is not.
+/// Control batches (transaction markers: Kafka removes them only after their data, which this
+/// cleaner does not do yet) and batches whose records cannot be decoded are kept verbatim:
+/// keeping too much is always safe, dropping on a guess is not. A batch of an aborted
+/// transaction is dropped whole.
 pub(crate) fn filter_batch(h: &BatchHeader, bytes: &[u8], rules: FilterRules<'_>) -> Filtered {
     let verbatim = |horizon| Filtered {
         verdict: Verdict::Verbatim,
@@ -64,6 +67,14 @@ pub(crate) fn filter_batch(h: &BatchHeader, bytes: &[u8], rules: FilterRules<'_>
     };
     if h.is_control() {
         return verbatim(None);
+    }
+    if super::plan::aborted(rules.aborted, h) {
+        // Aborted data is never read by read_committed consumers and holds no key's value.
+        return Filtered {
+            verdict: Verdict::Drop,
+            records_removed: u64::try_from(h.record_count.max(0)).unwrap_or(0),
+            tombstone_horizon: None,
+        };
     }
     let data = match batch_records(h, bytes) {
         Ok(d) => d,

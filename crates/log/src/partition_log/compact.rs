@@ -45,16 +45,27 @@ impl PartitionLog {
         self.cleaner_checkpoint = offset.clamp(0, self.log_end_offset());
     }
 
+    /// The broker's producer state: the first offset of the earliest open transaction. The
+    /// cleaner only cleans below it (Kafka's first uncleanable offset includes the LSO): a
+    /// record of an open transaction must not supersede a committed one it may never replace.
+    pub fn set_first_unstable_offset(&mut self, offset: Option<i64>) {
+        self.first_unstable_offset = offset;
+    }
+
     /// Where the dirty part starts: the checkpoint, but never below the log start.
     fn first_dirty_offset(&self) -> i64 {
         self.cleaner_checkpoint.max(self.log_start_offset)
     }
 
     /// The cleanable prefix of segments: closed (never the active one), ending at or below the
-    /// HW, and (with `now_ms`) whose largest timestamp is at least `min_lag_ms` old.
+    /// HW and the first open transaction, and (with `now_ms`) whose largest timestamp is at
+    /// least `min_lag_ms` old.
     fn cleanable(&self, now_ms: Option<i64>, min_lag_ms: i64) -> Cleanable {
         let last = self.segments.len() - 1;
         let first_dirty = self.first_dirty_offset();
+        let stable_end = self
+            .first_unstable_offset
+            .map_or(self.high_watermark, |f| f.min(self.high_watermark));
         let mut c = Cleanable {
             count: 0,
             end: self.segments[0].base_offset(),
@@ -68,7 +79,7 @@ impl PartitionLog {
                 }
                 _ => false,
             };
-            if seg.next_offset() > self.high_watermark || too_new {
+            if seg.next_offset() > stable_end || too_new {
                 break;
             }
             if seg.next_offset() <= first_dirty {
@@ -164,6 +175,7 @@ impl PartitionLog {
             max_index_bytes: self.config.max_index_bytes,
             first_dirty: self.first_dirty_offset(),
             end: c.end,
+            aborted: crate::txn::AbortedBatches::new(&self.aborted_txns(0, c.end)),
             segments,
             max_map_entries,
         }))

@@ -99,6 +99,9 @@ pub struct PartitionLog {
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,
+    /// Where the first open transaction starts, as the broker last said (its producer state):
+    /// the cleaner stays below it, since those records may still be aborted.
+    first_unstable_offset: Option<i64>,
     /// A segment was rolled since the last producer snapshot (the broker then writes one).
     rolled_since_snapshot: bool,
     /// Set once an fsync failed or a failed write could not be undone; shared with every

@@ -115,6 +115,7 @@ impl PartitionLog {
             aborted,
             pending_deletes: Vec::new(),
             closed: false,
+            first_unstable_offset: None,
             rolled_since_snapshot: false,
             failed: Default::default(),
         };

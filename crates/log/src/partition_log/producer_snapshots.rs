@@ -36,10 +36,13 @@ impl PartitionLog {
         }
     }
 
-    /// The newest readable snapshot between the log start and the LEO, with its offset: the
-    /// producer state of every batch below that offset.
+    /// The newest readable snapshot between the log start and the recovery point, with its
+    /// offset: the producer state of every batch below that offset. Not above the recovery
+    /// point: after a crash the `.txnindex` entries of unflushed segments may be lost, and the
+    /// broker's replay from the snapshot is what writes them again.
     pub fn latest_producer_snapshot(&self) -> Option<(i64, Vec<SnapshotEntry>)> {
-        producer_snapshot::load_latest(&self.dir, self.log_start_offset, self.log_end_offset())
+        let to = self.log_end_offset().min(self.recovery_point);
+        producer_snapshot::load_latest(&self.dir, self.log_start_offset, to)
     }
 
     /// Deletes the snapshots above `offset` (all of them for a negative one).
