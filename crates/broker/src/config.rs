@@ -234,6 +234,7 @@ impl BrokerConfig {
                 )));
             }
         }
+        self.check_types()?;
         self.bool("auto.create.topics.enable")?;
         self.bool("delete.topic.enable")?;
         self.authorizer()?;
@@ -251,6 +252,60 @@ impl BrokerConfig {
             }
         }
         Ok(())
+    }
+
+    /// Kafka's `ConfigDef` type check at start-up: every property in force whose type is
+    /// known (KIP-569 table) parses as that type and fits it (an INT fits 32 bits, a SHORT
+    /// 16), so no value reaches a narrowing conversion; a property set to the empty string
+    /// means "unset" for the few that default to nothing.
+    fn check_types(&self) -> Result<(), BrokerError> {
+        use runnel_metadata::topic_config::ConfigType;
+        for (key, value, _) in self.all() {
+            let Some((ty, _)) = runnel_metadata::topic_config::broker_config_info(&key) else {
+                continue;
+            };
+            let range = match ty {
+                ConfigType::Int => i64::from(i32::MIN)..=i64::from(i32::MAX),
+                ConfigType::Short => i64::from(i16::MIN)..=i64::from(i16::MAX),
+                ConfigType::Long => i64::MIN..=i64::MAX,
+                ConfigType::Boolean => {
+                    self.bool(&key)?;
+                    continue;
+                }
+                _ => continue,
+            };
+            if value.is_empty() {
+                continue;
+            }
+            let v = self.i64(&key)?;
+            if !range.contains(&v) {
+                return Err(BrokerError::Config(format!(
+                    "Invalid value {value} for configuration {key}: not a number of type {}",
+                    match ty {
+                        ConfigType::Int => "INT",
+                        ConfigType::Short => "SHORT",
+                        _ => "LONG",
+                    }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// An INT property (range-checked at start-up by `check_types`).
+    pub fn get_i32(&self, key: &str, fallback: i32) -> i32 {
+        self.i64(key)
+            .ok()
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(fallback)
+    }
+
+    /// A SHORT property, or an INT one that must fit 16 bits (a replication factor).
+    pub fn get_i16(&self, key: &str, fallback: i16) -> i16 {
+        self.i64(key)
+            .ok()
+            .and_then(|v| i16::try_from(v).ok())
+            .unwrap_or(fallback)
     }
 
     /// The authorizer `authorizer.class.name` enables (`None`: no authorization), with
@@ -618,6 +673,28 @@ mod tests {
         assert_eq!(c.get_i64("message.max.bytes", 0), 1048588);
         assert_eq!(c.get_i64("fetch.max.bytes", 0), 57671680);
         assert_eq!(c.get_i64("replica.fetch.response.max.bytes", 0), 10485760);
+    }
+
+    /// Caught: typed properties were read as i64 and narrowed with `as`, so
+    /// `num.partitions=4294967297` started a broker creating 1-partition topics and
+    /// `group.max.session.timeout.ms=4294967296` one whose groups refused every member.
+    /// Now every property of a known type is checked at start-up, as Kafka's ConfigDef does.
+    #[test]
+    fn typed_properties_must_fit_their_type() {
+        for bad in [
+            "num.partitions=4294967297",
+            "group.max.session.timeout.ms=4294967296",
+            "group.initial.rebalance.delay.ms=x",
+            "broker.session.timeout.ms=2147483648",
+            "auto.leader.rebalance.enable=yes",
+        ] {
+            let e = BrokerConfig::from_args(&args(&[bad])).unwrap_err();
+            let key = bad.split('=').next().unwrap();
+            assert!(e.to_string().contains(key), "{bad}: {e}");
+        }
+        let c =
+            BrokerConfig::from_args(&args(&["group.max.session.timeout.ms=2147483647"])).unwrap();
+        assert_eq!(c.get_i32("group.max.session.timeout.ms", 0), i32::MAX);
     }
 
     #[test]

@@ -344,8 +344,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         _ => PlacementPolicy::ClusterAware,
     };
     let controller_config = ControllerConfig {
-        num_partitions: config.get_i64("num.partitions", 1) as i32,
-        default_replication_factor: config.get_i64("default.replication.factor", 1) as i16,
+        num_partitions: config.get_i32("num.partitions", 1),
+        default_replication_factor: config.get_i16("default.replication.factor", 1),
         delete_topic_enable: config.get_bool("delete.topic.enable", true),
         placement,
         defaults: defaults.clone(),
@@ -544,9 +544,9 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             .max(1) as u64,
     );
     let group_config = runnel_group::GroupConfig {
-        min_session_timeout_ms: config.get_i64("group.min.session.timeout.ms", 6000) as i32,
-        max_session_timeout_ms: config.get_i64("group.max.session.timeout.ms", 1_800_000) as i32,
-        initial_rebalance_delay_ms: config.get_i64("group.initial.rebalance.delay.ms", 3000) as i32,
+        min_session_timeout_ms: config.get_i32("group.min.session.timeout.ms", 6000),
+        max_session_timeout_ms: config.get_i32("group.max.session.timeout.ms", 1_800_000),
+        initial_rebalance_delay_ms: config.get_i32("group.initial.rebalance.delay.ms", 3000),
         max_size: config.get_i64("group.max.size", i32::MAX as i64).max(1) as usize,
         offset_metadata_max_bytes: config.get_i64("offset.metadata.max.bytes", 4096).max(0)
             as usize,
