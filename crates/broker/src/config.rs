@@ -56,6 +56,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("compression.type", "producer"),
     ("log.message.timestamp.type", "CreateTime"),
     ("replica.placement.policy", "cluster-aware"),
+    ("replica.selector.class", ""),
     ("group.initial.rebalance.delay.ms", "3000"),
     ("group.min.session.timeout.ms", "6000"),
     ("group.max.session.timeout.ms", "1800000"),
@@ -242,6 +243,7 @@ impl BrokerConfig {
         self.listener_plan()?;
         self.i64("log.flush.interval.messages")?;
         self.i64("log.retention.check.interval.ms")?;
+        self.replica_selector()?;
         match self.str("replica.placement.policy") {
             "kafka" | "cluster-aware" => {}
             other => {
@@ -380,6 +382,12 @@ impl BrokerConfig {
             self.get_i64(key, 3)
         };
         i16::try_from(configured.max(1)).unwrap_or(i16::MAX)
+    }
+
+    /// `replica.selector.class` (KIP-392): who consumers with a rack read from.
+    pub fn replica_selector(&self) -> Result<runnel_replication::ReplicaSelector, BrokerError> {
+        runnel_replication::ReplicaSelector::from_class_name(self.str("replica.selector.class"))
+            .map_err(BrokerError::Config)
     }
 
     pub fn rack(&self) -> Option<String> {
