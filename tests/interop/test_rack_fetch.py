@@ -14,7 +14,9 @@ logs "consumer fetch served role=leader|follower topic=... partition=... offset=
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -179,3 +181,28 @@ def test_java_consumer_reads_from_its_racks_follower(rack_cluster):
              count=300)
     assert served(cluster.node(follower), topic), "the rack's follower served nothing"
     assert served(cluster.node(leader), topic) == []
+
+
+@pytest.mark.slow
+def test_a_follower_out_of_the_isr_is_no_longer_preferred(rack_cluster):
+    """The follower freezes (SIGSTOP, by pid): once the leader drops it from the ISR after
+    replica.lag.time.max.ms, a consumer in its rack is served by the leader, every record once."""
+    cluster = rack_cluster
+    topic, leader, follower = setup_topic(cluster)
+    frozen = cluster.node(follower)
+    os.kill(frozen.proc.pid, signal.SIGSTOP)
+    try:
+        produce(cluster, topic, 0, 100)  # acks=all: committed once the ISR shrank
+        wait_isr(cluster, topic, 2)
+        consumer = rack_consumer(cluster, f"rack-{follower}")
+        try:
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            got = []
+            read(consumer, got, 100)
+            assert_exactly(got, 100)
+        finally:
+            consumer.close()
+    finally:
+        os.kill(frozen.proc.pid, signal.SIGCONT)
+    assert served(cluster.node(leader), topic), "the leader served nothing"
+    assert served(frozen, topic) == []
