@@ -642,6 +642,21 @@ mod tests {
     }
 
     #[test]
+    fn replica_selector_class_is_kafkas_or_refused() {
+        use runnel_replication::ReplicaSelector;
+        let c = BrokerConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.replica_selector().unwrap(), ReplicaSelector::LeaderOnly);
+        let rack_aware =
+            "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector";
+        let c = BrokerConfig::from_args(&args(&[rack_aware])).unwrap();
+        assert_eq!(c.replica_selector().unwrap(), ReplicaSelector::RackAware);
+        let e = BrokerConfig::from_args(&args(&["replica.selector.class=com.example.Mine"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replica.selector.class"), "{e}");
+    }
+
+    #[test]
     fn overrides_win_and_are_validated() {
         let c = BrokerConfig::from_args(&args(&["num.partitions=3"])).unwrap();
         assert_eq!(c.get_i64("num.partitions", 0), 3);
