@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -206,3 +207,32 @@ def test_a_follower_out_of_the_isr_is_no_longer_preferred(rack_cluster):
         os.kill(frozen.proc.pid, signal.SIGCONT)
     assert served(cluster.node(leader), topic), "the leader served nothing"
     assert served(frozen, topic) == []
+
+
+@pytest.mark.slow
+def test_java_consumer_goes_back_to_the_leader_when_its_follower_stops(rack_cluster):
+    cluster = rack_cluster
+    topic, leader, follower = setup_topic(cluster)
+    produce(cluster, topic, 0, 200)
+    outcome = {}
+
+    def consume():
+        try:
+            run_java("consumer-rack-fetch", cluster.bootstrap, 3, topic=topic,
+                     rack=f"rack-{follower}", count=400)
+            outcome["ok"] = True
+        except BaseException as exc:  # reported by the test thread below
+            outcome["error"] = exc
+
+    java = threading.Thread(target=consume, daemon=True)
+    java.start()
+    wait_until(lambda: served(cluster.node(follower), topic), 60,
+               desc="the Java consumer reading from its rack's follower")
+    cluster.sigterm(follower)
+    wait_isr(cluster, topic, 2)
+    produce(cluster, topic, 200, 200)
+    java.join(120)
+    assert not java.is_alive(), "the Java scenario did not finish"
+    if "error" in outcome:
+        raise outcome["error"]
+    assert served(cluster.node(leader), topic), "the leader served nothing"
