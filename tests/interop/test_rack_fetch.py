@@ -236,3 +236,57 @@ def test_java_consumer_goes_back_to_the_leader_when_its_follower_stops(rack_clus
     if "error" in outcome:
         raise outcome["error"]
     assert served(cluster.node(leader), topic), "the leader served nothing"
+
+
+@pytest.mark.slow
+def test_read_committed_at_the_follower_stops_at_its_last_stable_offset(rack_cluster):
+    """A read_committed consumer served by its rack's follower sees the committed records only:
+    not the aborted ones, and not an open transaction's until it commits (the follower's own
+    LSO and aborted-transaction index)."""
+    cluster = rack_cluster
+    topic, leader, follower = setup_topic(cluster)
+    p = Producer(ck_conf(cluster.bootstrap, **{"transactional.id": unique_topic("tx"),
+                                                "transaction.timeout.ms": 60000}))
+    p.init_transactions(30)
+
+    def txn(values, end):
+        p.begin_transaction()
+        for v in values:
+            p.produce(topic, value=v.encode(), partition=0)
+        p.flush(30)
+        if end:
+            end(30)
+
+    txn([f"c{i}" for i in range(10)], p.commit_transaction)
+    txn([f"a{i}" for i in range(10)], p.abort_transaction)
+    txn([f"c{i}" for i in range(10, 20)], p.commit_transaction)
+    txn([f"o{i}" for i in range(5)], None)  # left open
+
+    consumer = Consumer(ck_conf(cluster.bootstrap, **{
+        "group.id": unique_topic("g"), "client.rack": f"rack-{follower}",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "fetch.wait.max.ms": 200}))
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values = []
+
+        def until(n):
+            def enough():
+                m = consumer.poll(0.2)
+                if m is not None and m.error() is None:
+                    values.append(m.value().decode())
+                return len(values) >= n
+            wait_until(enough, 60, interval=0, desc=f"{n} committed records")
+
+        until(20)
+        for _ in range(10):  # the open transaction stays invisible
+            m = consumer.poll(0.1)
+            assert m is None or m.error() is not None, m.value()
+        assert values == [f"c{i}" for i in range(20)]
+        p.commit_transaction(30)
+        until(25)
+        assert values[20:] == [f"o{i}" for i in range(5)]
+    finally:
+        consumer.close()
+    assert served(cluster.node(follower), topic), "the rack's follower served nothing"
+    assert served(cluster.node(leader), topic) == []
