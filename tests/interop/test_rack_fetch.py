@@ -113,6 +113,7 @@ def assert_exactly(records, count):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_librdkafka_reads_from_its_racks_follower_and_falls_back_to_the_leader(rack_cluster):
     cluster = rack_cluster
     topic, leader, follower = setup_topic(cluster)
@@ -153,6 +154,7 @@ def test_librdkafka_reads_from_its_racks_follower_and_falls_back_to_the_leader(r
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_a_client_in_the_leaders_rack_or_no_rack_reads_from_the_leader(rack_cluster):
     cluster = rack_cluster
     topic, leader, follower = setup_topic(cluster)
@@ -174,6 +176,7 @@ def test_a_client_in_the_leaders_rack_or_no_rack_reads_from_the_leader(rack_clus
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_java_consumer_reads_from_its_racks_follower(rack_cluster):
     cluster = rack_cluster
     topic, leader, follower = setup_topic(cluster)
@@ -185,6 +188,7 @@ def test_java_consumer_reads_from_its_racks_follower(rack_cluster):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_a_follower_out_of_the_isr_is_no_longer_preferred(rack_cluster):
     """The follower freezes (SIGSTOP, by pid): once the leader drops it from the ISR after
     replica.lag.time.max.ms, a consumer in its rack is served by the leader, every record once."""
@@ -210,6 +214,7 @@ def test_a_follower_out_of_the_isr_is_no_longer_preferred(rack_cluster):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_java_consumer_goes_back_to_the_leader_when_its_follower_stops(rack_cluster):
     cluster = rack_cluster
     topic, leader, follower = setup_topic(cluster)
@@ -239,6 +244,7 @@ def test_java_consumer_goes_back_to_the_leader_when_its_follower_stops(rack_clus
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)
 def test_read_committed_at_the_follower_stops_at_its_last_stable_offset(rack_cluster):
     """A read_committed consumer served by its rack's follower sees the committed records only:
     not the aborted ones, and not an open transaction's until it commits (the follower's own
