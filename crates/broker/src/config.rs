@@ -56,6 +56,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("compression.type", "producer"),
     ("log.message.timestamp.type", "CreateTime"),
     ("replica.placement.policy", "cluster-aware"),
+    ("replica.selector.class", ""),
     ("group.initial.rebalance.delay.ms", "3000"),
     ("group.min.session.timeout.ms", "6000"),
     ("group.max.session.timeout.ms", "1800000"),
@@ -243,6 +244,7 @@ impl BrokerConfig {
         self.listener_plan()?;
         self.i64("log.flush.interval.messages")?;
         self.i64("log.retention.check.interval.ms")?;
+        self.replica_selector()?;
         match self.str("replica.placement.policy") {
             "kafka" | "cluster-aware" => {}
             other => {
@@ -435,6 +437,12 @@ impl BrokerConfig {
             self.get_i64(key, 3)
         };
         i16::try_from(configured.max(1)).unwrap_or(i16::MAX)
+    }
+
+    /// `replica.selector.class` (KIP-392): who consumers with a rack read from.
+    pub fn replica_selector(&self) -> Result<runnel_replication::ReplicaSelector, BrokerError> {
+        runnel_replication::ReplicaSelector::from_class_name(self.str("replica.selector.class"))
+            .map_err(BrokerError::Config)
     }
 
     pub fn rack(&self) -> Option<String> {
@@ -708,6 +716,21 @@ mod tests {
             assert!(BrokerConfig::from_args(&args(&[bad])).is_err(), "{bad}");
         }
         assert!(BrokerConfig::from_args(&args(&["fetch.max.bytes=0"])).is_ok());
+    }
+
+    #[test]
+    fn replica_selector_class_is_kafkas_or_refused() {
+        use runnel_replication::ReplicaSelector;
+        let c = BrokerConfig::from_args(&args(&[])).unwrap();
+        assert_eq!(c.replica_selector().unwrap(), ReplicaSelector::LeaderOnly);
+        let rack_aware =
+            "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector";
+        let c = BrokerConfig::from_args(&args(&[rack_aware])).unwrap();
+        assert_eq!(c.replica_selector().unwrap(), ReplicaSelector::RackAware);
+        let e = BrokerConfig::from_args(&args(&["replica.selector.class=com.example.Mine"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replica.selector.class"), "{e}");
     }
 
     #[test]

@@ -95,6 +95,15 @@ pub enum FollowerPosition {
     OutsideLog,
 }
 
+/// The leader's view of its replicas for KIP-392 ([`Partition::read_replica_view`]).
+#[derive(Debug, Clone)]
+pub struct ReadReplicaView {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    /// (follower, its state on the leader, in the committed ISR).
+    pub followers: Vec<(i32, runnel_replication::FollowerState, bool)>,
+}
+
 /// What the controller's answer to an ISR change means for the leader.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct IsrAnswer {
@@ -512,6 +521,26 @@ impl Partition {
             propose: outcome.isr_expand.map(|isr| self.isr_request(s, isr)),
         };
         (fetched, log_start_moved)
+    }
+
+    /// Leader side, for KIP-392's replica selection: the leader's log start and end, and each
+    /// follower's state (as of its last fetch) with its membership of the committed ISR (Kafka's
+    /// `inSyncReplicaIds`); `None` when not the leader.
+    pub fn read_replica_view(&self) -> Option<ReadReplicaView> {
+        let log = self.log.lock();
+        let state = self.leader_state.lock();
+        let s = state.as_ref()?;
+        let followers = s
+            .replicas()
+            .iter()
+            .filter(|&&r| r != self.node_id)
+            .filter_map(|&r| s.follower(r).map(|f| (r, *f, s.isr().contains(&r))))
+            .collect();
+        Some(ReadReplicaView {
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            followers,
+        })
     }
 
     /// Leader side: the low watermark (the smallest log start over this log and the live

@@ -18,7 +18,8 @@
 //! * [`acks`]: the acks=all decisions in isolation (E.4);
 //! * [`fencing`]: the leader-epoch check of the data path (E.7);
 //! * [`epoch_cache`]: a replica's leader-epoch cache and OffsetForLeaderEpoch (E.5);
-//! * [`truncation`]: where a follower truncates, and the leader's DivergingEpoch (E.5).
+//! * [`truncation`]: where a follower truncates, and the leader's DivergingEpoch (E.5);
+//! * [`read_replica`]: which replica a consumer reads from (KIP-392's preferred read replica).
 
 pub mod acks;
 pub mod epoch_cache;
@@ -27,6 +28,7 @@ pub mod follower;
 pub mod follower_fetch;
 pub mod follower_hw;
 pub mod leader_state;
+pub mod read_replica;
 pub mod truncation;
 
 pub use acks::{acks_all_outcome, check_min_isr, AcksOutcome, NotEnoughReplicas};
@@ -38,6 +40,9 @@ pub use follower_hw::follower_high_watermark;
 pub use leader_state::{
     ineligible_replicas, AlterPartitionFailure, BecomeLeader, FetchError, FetchOutcome,
     LeaderConfig, LeaderImage, LeaderPartitionState,
+};
+pub use read_replica::{
+    preferred_read_replica, ReplicaCandidate, ReplicaSelector, RACK_AWARE_SELECTOR_CLASS,
 };
 pub use truncation::{diverging_epoch, truncation_point, TruncationState};
 

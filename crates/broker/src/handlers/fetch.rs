@@ -15,6 +15,9 @@
 //! stable offset, and get the aborted transactions overlapping what they may read
 //! (`PartitionLog::aborted_txns`) so they drop those records; read_uncommitted gets `null`.
 //!
+//! Consumer fetches v11+ may be redirected to, or served by, a follower (KIP-392):
+//! `fetch_follower_read`.
+//!
 //! Follower fetches (`replica_id >= 0`) read up to the log end and move the HW, so they are
 //! accepted only from a replica of the partition with its current broker epoch (Fetch v15's
 //! `ReplicaState`, KIP-903): [`check_follower_fetch`].
@@ -83,6 +86,8 @@ struct Plan {
     min_bytes: usize,
     /// Fetch v4+ `isolation_level` 1: read_committed (never for followers).
     read_committed: bool,
+    /// Consumer fetches v11+: their rack (KIP-392; they may read at a follower).
+    client: Option<super::fetch_follower_read::ClientMetadata>,
     version: i16,
 }
 
@@ -101,6 +106,8 @@ impl Plan {
         };
         let follower = (follower.replica_id >= 0).then_some(follower);
         let read_committed = follower.is_none() && request.isolation_level == 1;
+        let client =
+            super::fetch_follower_read::client_metadata(&request, version, follower.is_some());
         let cap_key = if follower.is_some() {
             "replica.fetch.response.max.bytes"
         } else {
@@ -154,6 +161,7 @@ impl Plan {
             max_bytes,
             min_bytes,
             read_committed,
+            client,
             version,
         }
     }
@@ -329,11 +337,35 @@ fn read_partition(
         return Answer::error(partition_error(index, code));
     };
     let role = partition.role();
-    if role.leader != broker.node_id {
+    let leader_here = role.leader == broker.node_id;
+    if !leader_here
+        && !super::fetch_follower_read::may_read_at_follower(
+            plan.client.as_ref(),
+            &role,
+            broker.node_id,
+        )
+    {
         return Answer::error(partition_error(index, code::NOT_LEADER_OR_FOLLOWER));
     }
     if let Err(epoch_error) = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch) {
         return Answer::error(partition_error(index, epoch_error));
+    }
+    if leader_here {
+        let preferred = super::fetch_follower_read::preferred_replica(
+            broker,
+            &partition,
+            plan.client.as_ref(),
+            fp.fetch_offset,
+        );
+        if let Some(replica) = preferred {
+            let data = super::fetch_follower_read::redirect(&partition, index, replica);
+            // Answered at once, as an error is (Kafka's `hasPreferredReadReplica`).
+            return Answer {
+                data,
+                bytes: 0,
+                error: true,
+            };
+        }
     }
     if let Some(who) = plan.follower {
         let registered = broker.image().brokers.get(&who.replica_id).map(|b| b.epoch);
@@ -390,6 +422,15 @@ fn read_partition(
     match result {
         Ok(read) => {
             let n = read.records.len();
+            if plan.client.is_some() {
+                super::fetch_follower_read::served(
+                    &partition,
+                    broker.node_id,
+                    &role,
+                    fp.fetch_offset,
+                    n,
+                );
+            }
             Answer {
                 data: PartitionData::default()
                     .with_partition_index(index)

@@ -19,6 +19,7 @@ pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 mod fetch_authz;
+mod fetch_follower_read;
 pub mod groups;
 pub mod groups_authz;
 pub mod init_producer_id;

@@ -5,7 +5,7 @@
 
 use super::keys::{topic_config_for_broker_property, ConfigType};
 
-use ConfigType::{Boolean, Int, List, Long, Short, String as Str};
+use ConfigType::{Boolean, Class, Int, List, Long, Short, String as Str};
 
 /// (property, type, documentation), sorted by property.
 static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
@@ -84,6 +84,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.fetch.response.max.bytes", Int, "The most bytes a follower's Fetch response carries."),
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),
+    ("replica.selector.class", Class, "Who consumers with a client.rack read from (KIP-392): unset, the leader; Kafka's RackAwareReplicaSelector, a replica in their rack."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
     ("super.users", Str, "Principals (User:name, separated by ;) allowed everything, whatever the ACLs say."),
     ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
