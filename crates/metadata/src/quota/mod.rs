@@ -152,8 +152,36 @@ pub fn replay(quotas: &mut ClientQuotas, entity: &QuotaEntity, key: &str, value:
 pub struct QuotaAlteration {
     /// (entity type, name; `None` = default), in request order.
     pub entity: Vec<(String, Option<String>)>,
-    /// (key, `Some(value)` to set / `None` to remove), in request order.
+    /// (key, `Some(value)` to set / `None` to remove), in request order. Carried between
+    /// nodes as the value's bits, so a NaN or infinite value a client sent reaches the
+    /// controller's check instead of failing the JSON encoding.
+    #[serde(with = "ops_as_bits")]
     pub ops: Vec<(String, Option<f64>)>,
+}
+
+mod ops_as_bits {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        ops: &[(String, Option<f64>)],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let bits: Vec<(&str, Option<u64>)> = ops
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.map(f64::to_bits)))
+            .collect();
+        bits.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<(String, Option<f64>)>, D::Error> {
+        let bits: Vec<(String, Option<u64>)> = Vec::deserialize(deserializer)?;
+        Ok(bits
+            .into_iter()
+            .map(|(k, v)| (k, v.map(f64::from_bits)))
+            .collect())
+    }
 }
 
 /// One entry's result, in request order.

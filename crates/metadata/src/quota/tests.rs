@@ -321,3 +321,15 @@ fn quota_records_round_trip_through_the_envelope() {
     assert_eq!(back, record);
     assert_eq!(record.api_key(), 14);
 }
+
+#[test]
+fn alterations_carry_nan_between_nodes() {
+    let a = alteration(
+        &[("user", None)],
+        &[("request_percentage", Some(f64::NAN)), ("x", None)],
+    );
+    let json = serde_json::to_string(&a).unwrap();
+    let back: QuotaAlteration = serde_json::from_str(&json).unwrap();
+    assert!(back.ops[0].1.unwrap().is_nan());
+    assert_eq!(back.ops[1], ("x".to_string(), None));
+}
