@@ -125,7 +125,10 @@ impl PartialEq for QuotaValue {
 impl Eq for QuotaValue {}
 
 /// The quotas of every entity (the image's `client_quotas`).
-pub type ClientQuotas = BTreeMap<QuotaEntity, BTreeMap<String, f64>>;
+pub type ClientQuotas = BTreeMap<QuotaEntity, QuotaValues>;
+
+/// One entity's quotas by key.
+pub type QuotaValues = BTreeMap<String, f64>;
 
 /// Applies one `ClientQuotaRecord` (an empty entity's map is dropped, as Kafka's replay does).
 pub fn replay(quotas: &mut ClientQuotas, entity: &QuotaEntity, key: &str, value: Option<f64>) {
@@ -234,8 +237,8 @@ pub fn validate_key_value(key: &str, value: f64) -> Result<(), ApiError> {
     let Some(&(_, integral)) = QUOTA_KEYS.iter().find(|(k, _)| *k == key) else {
         return Err(invalid(format!("Invalid configuration key {key}")));
     };
-    // NaN fails `> 0.0` too; an infinite value cannot be stored (nor is it a rate).
-    if !(value > 0.0) {
+    // NaN is refused too; an infinite value cannot be stored (nor is it a rate).
+    if value.is_nan() || value <= 0.0 {
         return Err(invalid(format!("Quota {key} must be greater than 0")));
     }
     if !value.is_finite() {
@@ -243,7 +246,7 @@ pub fn validate_key_value(key: &str, value: f64) -> Result<(), ApiError> {
     }
     if integral {
         // Kafka's LONG bound (i64::MAX as f64 rounds up to 2^63).
-        if value >= 9.223_372_036_854_775_807e18 {
+        if value >= 9_223_372_036_854_775_808.0 {
             return Err(invalid(format!(
                 "Proposed value for {key} is too large for a LONG."
             )));
@@ -352,7 +355,7 @@ pub fn describe_client_quotas<'a>(
     quotas: &'a ClientQuotas,
     components: &[FilterComponent],
     strict: bool,
-) -> Result<Vec<(&'a QuotaEntity, &'a BTreeMap<String, f64>)>, ApiError> {
+) -> Result<Vec<(&'a QuotaEntity, &'a QuotaValues)>, ApiError> {
     let mut filter: Vec<(&str, MatchType)> = Vec::new();
     for c in components {
         let t = c.entity_type.as_str();

@@ -132,7 +132,7 @@ impl Rate {
     ) -> i32 {
         self.record(config, value, now_ms);
         let rate = self.measure(config, now_ms);
-        if !(bound > 0.0) || rate <= bound {
+        if bound.is_nan() || bound <= 0.0 || rate <= bound {
             return 0;
         }
         let window = self.window_size_ms(config, now_ms) as f64;
