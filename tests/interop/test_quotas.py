@@ -186,3 +186,47 @@ def test_quotas_survive_a_restart_and_users_describe(broker_factory):
     wait_until(lambda: "Quota configs for user-principal 'bob' are consumer_byte_rate=2097152.0"
                in configs(b, "--entity-type", "users", "--entity-name", "bob", "--describe"),
                desc="deletion visible")
+
+
+def consume_for(bootstrap, topic, client_id, seconds, until_bytes=None):
+    """Reads `topic` from the beginning for `seconds` (or until `until_bytes` are read);
+    returns (bytes read, throttle events)."""
+    from confluent_kafka import Consumer, TopicPartition
+    throttles = []
+    c = Consumer(ck_conf(bootstrap, **{
+        "client.id": client_id,
+        "group.id": f"g-{client_id}",
+        "enable.auto.commit": False,
+        "throttle_cb": lambda ev: throttles.append(ev.throttle_time),
+    }))
+    got = 0
+    try:
+        c.assign([TopicPartition(topic, 0, -2)])
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and (until_bytes is None or got < until_bytes):
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                got += len(m.value())
+    finally:
+        c.close()
+    return got, throttles
+
+
+def test_a_consumer_limited_to_1mb_per_s_is_held_there(broker_factory):
+    b = broker_factory(overrides=QUOTA_OVERRIDES)
+    topic = create_topic(b.bootstrap, unique_topic("cquota"))
+    produced, _, _ = produce_for(b.bootstrap, topic, "loader", total_bytes=16 * MB)
+    configs(b, "--entity-type", "clients", "--entity-name", "slow-reader", "--alter",
+            "--add-config", "consumer_byte_rate=1048576")
+    wait_until(lambda: "consumer_byte_rate=1048576.0" in configs(
+        b, "--entity-type", "clients", "--entity-name", "slow-reader", "--describe"),
+        desc="the quota is visible")
+    seconds = 5
+    slow, slow_throttles = consume_for(b.bootstrap, topic, "slow-reader", seconds)
+    assert slow_throttles and max(slow_throttles) > 0, "no throttle_time_ms seen"
+    assert slow / seconds < 2 * MB, f"throttled read {slow / seconds / MB:.2f} MB/s"
+    assert slow > 0
+    # Another client id reads everything, unthrottled.
+    fast, fast_throttles = consume_for(b.bootstrap, topic, "fast-reader", 60, until_bytes=produced)
+    assert fast_throttles == []
+    assert fast == produced, (fast, produced)
