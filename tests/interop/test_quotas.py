@@ -230,3 +230,38 @@ def test_a_consumer_limited_to_1mb_per_s_is_held_there(broker_factory):
     fast, fast_throttles = consume_for(b.bootstrap, topic, "fast-reader", 60, until_bytes=produced)
     assert fast_throttles == []
     assert fast == produced, (fast, produced)
+
+
+def test_quota_apis_need_describe_and_alter_configs_on_the_cluster(broker_factory):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+    from kafka.protocol.admin.client_quotas import DescribeClientQuotasRequest
+    from clients import admin
+
+    standard = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    b = broker_factory(overrides={"authorizer.class.name": standard, "super.users": "User:admin"})
+    kp = kp_admin(b.bootstrap)
+    try:
+        resp = kp_send(kp, DescribeClientQuotasRequest(components=[], strict=False))
+        assert resp.error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+        assert kp_alter(kp, [("user", "x")], [("producer_byte_rate", 1.0)])[0][0] == 31
+    finally:
+        kp.close()
+    # Grant ALTER_CONFIGS on the cluster (as a super user), then both work (AlterConfigs
+    # implies DescribeConfigs).
+    b.overrides["super.users"] = "User:ANONYMOUS"
+    b.restart()
+    acl = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                     "User:ANONYMOUS", "*", AclOperation.ALTER_CONFIGS, AclPermissionType.ALLOW)
+    adm = admin(b.bootstrap)
+    for f in adm.create_acls([acl], request_timeout=OP_TIMEOUT).values():
+        f.result(timeout=OP_TIMEOUT)
+    b.overrides["super.users"] = "User:admin"
+    b.restart()
+    kp = kp_admin(b.bootstrap)
+    try:
+        assert kp_alter(kp, [("user", "x")], [("producer_byte_rate", 1.0)]) == [(0, None)]
+        wait_until(lambda: kp_describe(kp, [], strict=False) == {
+            (("user", "x"),): {"producer_byte_rate": 1.0}}, desc="alter is visible")
+    finally:
+        kp.close()
