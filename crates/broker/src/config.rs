@@ -34,6 +34,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("fetch.max.bytes", "57671680"),
     ("max.request.partition.size.limit", "2000"),
     ("replica.fetch.response.max.bytes", "10485760"),
+    // Client quotas (`crate::quota`): the samples a byte rate is measured over.
+    ("quota.window.num", "11"),
+    ("quota.window.size.seconds", "1"),
     ("log.segment.bytes", "1073741824"),
     ("log.roll.hours", "168"),
     ("log.retention.hours", "168"),

@@ -66,6 +66,8 @@ pub struct Broker {
     pub auto_create_topics: bool,
     /// `authorizer.class.name`'s authorizer; `None`: every request is allowed.
     pub authorizer: Option<runnel_metadata::acl::Authorizer>,
+    /// Client quota sensors (KIP-13): `quota.window.num` x `quota.window.size.seconds`.
+    pub quotas: crate::quota::QuotaManager,
     defaults: BrokerDefaults,
 }
 
@@ -94,6 +96,10 @@ impl Broker {
                 false,
             ))
         });
+        let quotas = crate::quota::QuotaManager::new(
+            config.get_i64("quota.window.num", 11),
+            config.get_i64("quota.window.size.seconds", 1),
+        );
         Broker {
             node_id: config.node_id,
             config,
@@ -109,6 +115,7 @@ impl Broker {
             max_request_bytes,
             auto_create_topics,
             authorizer,
+            quotas,
             defaults,
         }
     }

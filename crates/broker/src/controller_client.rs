@@ -280,6 +280,22 @@ impl ControllerClient {
         }
     }
 
+    pub async fn alter_client_quotas(
+        &self,
+        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+    ) -> Result<Vec<runnel_metadata::quota::QuotaAlterResult>, ApiError> {
+        let request = Rq::AlterClientQuotas {
+            alterations,
+            validate_only,
+        };
+        match self.call(request, ADMIN_DEADLINE).await? {
+            Rs::QuotaResults(v) => Ok(v),
+            Rs::Error(e) => Err(e),
+            _ => Err(unexpected("AlterClientQuotas")),
+        }
+    }
+
     pub async fn alter_user_scram_credentials(
         &self,
         deletions: Vec<runnel_metadata::ScramDeletion>,

@@ -23,6 +23,11 @@ pub enum ControllerRequest {
         deletions: Vec<runnel_metadata::ScramDeletion>,
         upsertions: Vec<runnel_metadata::ScramUpsertion>,
     },
+    /// KIP-546: the controller validates and decides each entry.
+    AlterClientQuotas {
+        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+    },
     CreateTopics {
         requests: Vec<CreateTopicRequest>,
         validate_only: bool,
@@ -111,6 +116,7 @@ pub enum ControllerResponse {
     /// AlterPartition's answer: the committed ISR and partition epoch.
     Isr(Vec<i32>, i32),
     ScramResults(Vec<runnel_metadata::ScramAlterResult>),
+    QuotaResults(Vec<runnel_metadata::quota::QuotaAlterResult>),
     Error(ApiError),
 }
 
@@ -155,6 +161,13 @@ pub async fn serve(
             .alter_user_scram_credentials(deletions, upsertions)
             .await
             .map(Rs::ScramResults),
+        Rq::AlterClientQuotas {
+            alterations,
+            validate_only,
+        } => handle
+            .alter_client_quotas(alterations, validate_only)
+            .await
+            .map(Rs::QuotaResults),
         Rq::AlterConfigs {
             resource,
             ops,

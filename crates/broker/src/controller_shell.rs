@@ -63,6 +63,11 @@ enum Command {
         upsertions: Vec<runnel_metadata::ScramUpsertion>,
         reply: Reply<Vec<runnel_metadata::ScramAlterResult>>,
     },
+    AlterClientQuotas {
+        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+        reply: Reply<Vec<runnel_metadata::quota::QuotaAlterResult>>,
+    },
     CreateAcls {
         acls: Vec<AclBinding>,
         reply: Reply<Vec<Result<(), ApiError>>>,
@@ -139,6 +144,7 @@ impl Command {
             Command::CreatePartitions { .. } => "CreatePartitions",
             Command::AlterConfigs { .. } => "AlterConfigs",
             Command::AlterUserScramCredentials { .. } => "AlterUserScramCredentials",
+            Command::AlterClientQuotas { .. } => "AlterClientQuotas",
             Command::CreateAcls { .. } => "CreateAcls",
             Command::DeleteAcls { .. } => "DeleteAcls",
             Command::RegisterBroker { .. } => "RegisterBroker",
@@ -162,6 +168,7 @@ impl Command {
             Command::CreatePartitions { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
             Command::AlterUserScramCredentials { reply, .. } => drop(reply.send(Err(e))),
+            Command::AlterClientQuotas { reply, .. } => drop(reply.send(Err(e))),
             Command::CreateAcls { reply, .. } => drop(reply.send(Err(e))),
             Command::DeleteAcls { reply, .. } => drop(reply.send(Err(e))),
             Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
@@ -303,6 +310,19 @@ impl ControllerHandle {
     ) -> Result<Vec<CreatePartitionsResult>, ApiError> {
         self.call(|reply| Command::CreatePartitions {
             requests,
+            validate_only,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn alter_client_quotas(
+        &self,
+        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
+        validate_only: bool,
+    ) -> Result<Vec<runnel_metadata::quota::QuotaAlterResult>, ApiError> {
+        self.call(|reply| Command::AlterClientQuotas {
+            alterations,
             validate_only,
             reply,
         })
@@ -757,6 +777,23 @@ impl ControllerShell {
                     &upsertions,
                 );
                 let result = if records.is_empty() {
+                    Ok(results)
+                } else {
+                    self.commit(records).await.map(|()| results)
+                };
+                let _ = reply.send(result);
+            }
+            Command::AlterClientQuotas {
+                alterations,
+                validate_only,
+                reply,
+            } => {
+                // Kafka commits the records of every entry that passed as one atomic batch.
+                let (results, records) = runnel_metadata::quota::alter_client_quotas(
+                    &self.image.client_quotas,
+                    &alterations,
+                );
+                let result = if validate_only || records.is_empty() {
                     Ok(results)
                 } else {
                     self.commit(records).await.map(|()| results)

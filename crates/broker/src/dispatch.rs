@@ -28,6 +28,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DeleteRecords, 0, 2),
@@ -116,6 +118,28 @@ pub async fn dispatch(
     frame: Bytes,
     identity: &ConnectionIdentity,
 ) -> Result<Option<Bytes>, DispatchError> {
+    let mut throttle = None;
+    route(broker, frame, identity, &mut throttle).await
+}
+
+/// [`dispatch`], with the client-quota throttle the request earned (the server mutes the
+/// connection for it, `crate::quota`).
+pub async fn dispatch_throttled(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    identity: &ConnectionIdentity,
+) -> Result<(Option<Bytes>, Option<crate::quota::Throttle>), DispatchError> {
+    let mut throttle = None;
+    let response = route(broker, frame, identity, &mut throttle).await?;
+    Ok((response, throttle))
+}
+
+async fn route(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    identity: &ConnectionIdentity,
+    throttle: &mut Option<crate::quota::Throttle>,
+) -> Result<Option<Bytes>, DispatchError> {
     if frame.len() < 8 {
         return Err(DispatchError(format!(
             "frame of {} bytes is too short for a request header",
@@ -175,15 +199,31 @@ pub async fn dispatch(
     }
     match key {
         ApiKey::Produce => {
+            let request_bytes = buf.len();
             let request: ProduceRequest = decode(&mut buf, key, version)?;
             let acks = request.acks;
-            let response = handlers::produce::handle(broker, request, version, &ctx).await;
+            let mut response = handlers::produce::handle(broker, request, version, &ctx).await;
+            let throttle_ms = crate::quota::produce_throttle(broker, &ctx, request_bytes);
+            // KIP-219: Produce v6+ clients throttle themselves.
+            *throttle = crate::quota::throttle_for(throttle_ms, version >= 6);
             if acks == 0 {
                 return Ok(None);
             }
+            response.throttle_time_ms = response.throttle_time_ms.max(throttle_ms);
             encode_response(key, version, correlation_id, &response).map(Some)
         }
-        ApiKey::Fetch => call_ctx!(FetchRequest, handlers::fetch::handle),
+        ApiKey::Fetch => {
+            let request: FetchRequest = decode(&mut buf, key, version)?;
+            let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
+            let mut response = handlers::fetch::handle(broker, request, version, &ctx).await;
+            if !follower {
+                let throttle_ms =
+                    crate::quota::fetch_throttle(broker, &ctx, &mut response, version);
+                // KIP-219: Fetch v8+ clients throttle themselves.
+                *throttle = crate::quota::throttle_for(throttle_ms, version >= 8);
+            }
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }
         ApiKey::ListOffsets => call_ctx!(ListOffsetsRequest, handlers::cluster_authz::list_offsets),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
@@ -197,6 +237,13 @@ pub async fn dispatch(
             AlterUserScramCredentialsRequest,
             handlers::admin_authz::alter_user_scram_credentials
         ),
+        ApiKey::DescribeClientQuotas => call_ctx!(
+            DescribeClientQuotasRequest,
+            handlers::client_quotas::describe
+        ),
+        ApiKey::AlterClientQuotas => {
+            call_ctx!(AlterClientQuotasRequest, handlers::client_quotas::alter)
+        }
         ApiKey::SaslHandshake => {
             let response = SaslHandshakeResponse::default()
                 .with_error_code(crate::server::sasl::ILLEGAL_SASL_STATE);

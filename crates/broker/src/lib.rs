@@ -27,6 +27,7 @@ pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
 pub mod publisher;
+pub mod quota;
 pub mod replica_fetcher;
 pub mod replica_manager;
 pub mod scram_bootstrap;

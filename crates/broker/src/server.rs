@@ -31,7 +31,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
-use crate::dispatch::{dispatch, DispatchError};
+use crate::dispatch::{dispatch_throttled, DispatchError};
 use crate::principal::{ConnectionIdentity, KafkaPrincipal};
 use authenticate::{pre_auth, PreAuth, Then};
 use frame::{read_frame, Frame};
@@ -292,14 +292,18 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             },
             None => None,
         };
-        let (response, then) = match response {
-            Some((reply, then)) => (Some(reply), then),
-            None => match dispatch(&shared.broker, bytes, &identity).await {
-                Ok(response) => (response, Then::Continue),
+        let (response, then, throttle) = match response {
+            Some((reply, then)) => (Some(reply), then, None),
+            None => match dispatch_throttled(&shared.broker, bytes, &identity).await {
+                Ok((response, throttle)) => (response, Then::Continue, throttle),
                 Err(DispatchError(reason)) => return Closed::BadRequest(reason),
             },
         };
         drop(lease);
+        // Client quotas (KIP-219): hold the response of a client that does not throttle itself.
+        if let Some(t) = throttle.filter(|t| !t.response_first) {
+            tokio::time::sleep(t.time).await;
+        }
         if let Some(response) = response {
             let written = within(shared.idle_timeout, async {
                 writer.write_all(&response).await.map_err(Closed::Write)
@@ -308,6 +312,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             if let Err(closed) = written {
                 return closed;
             }
+        }
+        // ... and mute the connection (read nothing more) for the throttle time.
+        if let Some(t) = throttle.filter(|t| t.response_first) {
+            tokio::time::sleep(t.time).await;
         }
         match then {
             Then::Continue => {}

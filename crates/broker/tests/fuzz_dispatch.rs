@@ -195,6 +195,12 @@ macro_rules! paste_request {
     (AlterUserScramCredentials) => {
         AlterUserScramCredentialsRequest
     };
+    (DescribeClientQuotas) => {
+        DescribeClientQuotasRequest
+    };
+    (AlterClientQuotas) => {
+        AlterClientQuotasRequest
+    };
     (DescribeAcls) => {
         DescribeAclsRequest
     };
@@ -284,6 +290,8 @@ requests!(
     SaslAuthenticate,
     DescribeUserScramCredentials,
     AlterUserScramCredentials,
+    DescribeClientQuotas,
+    AlterClientQuotas,
     DescribeAcls,
     CreateAcls,
     DeleteAcls,

@@ -56,6 +56,9 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         // KIP-554 SCRAM credentials (`runnel configs --entity-type users`).
         ApiKey::DescribeUserScramCredentials => (0, 0),
         ApiKey::AlterUserScramCredentials => (0, 0),
+        // KIP-546 client quotas (`runnel configs --entity-type users|clients`).
+        ApiKey::DescribeClientQuotas => (0, 1),
+        ApiKey::AlterClientQuotas => (0, 1),
         _ => return None,
     })
 }

@@ -121,6 +121,8 @@ pub struct MetadataImage {
     pub acls: Arc<AclSet>,
     /// SCRAM credentials by (user, KIP-554 mechanism id).
     pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
+    /// Client quotas by entity (KIP-546; `crate::quota`).
+    pub client_quotas: crate::quota::ClientQuotas,
 }
 
 /// A salted SCRAM credential as the metadata stores it (never the password).
@@ -156,6 +158,7 @@ impl MetadataImage {
             next_producer_id: 0,
             features: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
+            client_quotas: BTreeMap::new(),
             acls: Arc::new(AclSet::default()),
         }
     }
@@ -501,6 +504,9 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 self.scram_credentials.remove(&(name.clone(), *mechanism));
+            }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                crate::quota::replay(&mut self.client_quotas, entity, key, value.map(|v| v.0));
             }
         }
         Ok(())

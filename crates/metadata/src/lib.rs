@@ -21,6 +21,7 @@ pub mod errors;
 pub mod group_config;
 pub mod image;
 pub mod placement;
+pub mod quota;
 pub mod reassignment;
 pub mod record_format;
 pub mod records;

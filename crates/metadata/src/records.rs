@@ -128,6 +128,13 @@ pub enum MetadataRecord {
     },
     /// A user's credential for one mechanism was deleted.
     RemoveUserScramCredential { name: String, mechanism: i8 },
+    /// Set (`Some`) or remove (`None`) one quota key of a client quota entity (KRaft's
+    /// `ClientQuotaRecord`, KIP-546).
+    ClientQuota {
+        entity: crate::quota::QuotaEntity,
+        key: String,
+        value: Option<crate::quota::QuotaValue>,
+    },
 }
 
 impl MetadataRecord {
@@ -149,6 +156,7 @@ impl MetadataRecord {
             MetadataRecord::NoOp => 20,
             MetadataRecord::UserScramCredential { .. } => 11,
             MetadataRecord::RemoveUserScramCredential { .. } => 22,
+            MetadataRecord::ClientQuota { .. } => 14,
         }
     }
 
@@ -170,6 +178,7 @@ impl MetadataRecord {
             MetadataRecord::NoOp => "NoOpRecord",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredentialRecord",
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredentialRecord",
+            MetadataRecord::ClientQuota { .. } => "ClientQuotaRecord",
         }
     }
 }

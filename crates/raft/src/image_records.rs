@@ -84,6 +84,15 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
             iterations: c.iterations,
         });
     }
+    for (entity, values) in &image.client_quotas {
+        for (key, value) in values {
+            out.push(MetadataRecord::ClientQuota {
+                entity: entity.clone(),
+                key: key.clone(),
+                value: Some(runnel_metadata::quota::QuotaValue(*value)),
+            });
+        }
+    }
     for (id, acl) in image.acls.iter() {
         out.push(MetadataRecord::AccessControlEntry {
             id: *id,

@@ -6,6 +6,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod admin_authz;
 pub mod api_versions;
+pub mod client_quotas;
 pub mod cluster_authz;
 pub mod configs;
 pub mod consumer_group;

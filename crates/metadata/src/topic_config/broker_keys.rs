@@ -81,6 +81,8 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("producer.id.expiration.check.interval.ms", Int, "How often expired producer ids are removed."),
     ("producer.id.expiration.ms", Int, "How long a producer id's state is kept after its last write."),
     ("queued.max.request.bytes", Long, "The most bytes of requests held in memory before the broker stops reading sockets."),
+    ("quota.window.num", Int, "The number of samples a client quota's rate is measured over (KIP-13)."),
+    ("quota.window.size.seconds", Int, "The length of each sample of a client quota's rate, in seconds."),
     ("replica.fetch.response.max.bytes", Int, "The most bytes a follower's Fetch response carries."),
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),

@@ -1,4 +1,5 @@
-//! `runnel configs`: kafka-configs.sh for topics, brokers and users (SCRAM credentials).
+//! `runnel configs`: kafka-configs.sh for topics, brokers, users (SCRAM credentials and client
+//! quotas) and clients (client quotas).
 
 use anyhow::{bail, Result};
 use clap::{ArgGroup, Args, ValueEnum};
@@ -8,6 +9,7 @@ use runnel_client::admin::{
 use runnel_client::Admin;
 
 use super::args::{parse_add_config, parse_delete_config};
+use super::client_quotas;
 
 /// Entity types kafka-configs.sh accepts that Runnel implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -16,8 +18,10 @@ pub enum EntityType {
     Topics,
     /// Broker configs.
     Brokers,
-    /// SCRAM credentials of users (KIP-554).
+    /// SCRAM credentials (KIP-554) and client quotas (KIP-546) of users.
     Users,
+    /// Client quotas of client ids (KIP-546).
+    Clients,
 }
 
 /// Flags of kafka-configs.sh that Runnel implements.
@@ -27,7 +31,7 @@ pub struct ConfigsArgs {
     /// Broker to bootstrap from (host:port[,host:port...]).
     #[arg(long, value_name = "HOST:PORT")]
     pub bootstrap_server: String,
-    /// topics or brokers.
+    /// topics, brokers, users or clients.
     #[arg(long, value_enum)]
     pub entity_type: EntityType,
     /// Topic name or broker id (all topics / the cluster default when omitted).
@@ -62,6 +66,9 @@ pub async fn run(args: ConfigsArgs) -> Result<()> {
     if args.entity_type == EntityType::Users {
         return users(&admin, &args).await;
     }
+    if args.entity_type == EntityType::Clients {
+        return clients(&admin, &args).await;
+    }
     if args.describe {
         describe(&admin, &args).await
     } else {
@@ -69,16 +76,33 @@ pub async fn run(args: ConfigsArgs) -> Result<()> {
     }
 }
 
-async fn users(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
+/// `--entity-name X` / `--entity-default` / neither, as kafka-configs.sh's describe filter:
+/// an exact name, the default entity (`Some("")`), or any name (`None`).
+fn quota_filter(args: &ConfigsArgs) -> Option<String> {
     if args.entity_default {
-        bail!("--entity-default is not supported for users (SCRAM credentials are per user)");
+        Some(String::new())
+    } else {
+        args.entity_name.clone()
     }
-    if args.describe {
-        return super::user_scram::describe(admin, args.entity_name.as_deref()).await;
+}
+
+/// The entity to alter: a name, or the default (`None`) with `--entity-default`.
+fn quota_entity(args: &ConfigsArgs, type_name: &str) -> Result<client_quotas::Part> {
+    match (&args.entity_name, args.entity_default) {
+        (Some(_), true) => bail!("--entity-name and --entity-default cannot be combined"),
+        (Some(name), false) => client_quotas::part(type_name, Some(name)),
+        (None, true) => client_quotas::part(type_name, None),
+        (None, false) => bail!("--alter needs --entity-name or --entity-default"),
     }
-    let Some(user) = &args.entity_name else {
-        bail!("--alter needs --entity-name for users");
-    };
+}
+
+/// `--add-config` and `--delete-config`, parsed.
+struct Changes {
+    adds: Vec<(String, String)>,
+    deletes: Vec<String>,
+}
+
+fn adds_and_deletes(args: &ConfigsArgs) -> Result<Changes> {
     let adds = match &args.add_config {
         Some(s) => parse_add_config(s)?,
         None => Vec::new(),
@@ -91,6 +115,61 @@ async fn users(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
     if adds.is_empty() && deletes.is_empty() {
         bail!("--alter needs --add-config and/or --delete-config");
     }
+    Ok(Changes { adds, deletes })
+}
+
+/// Prints a quota alteration's outcome as kafka-configs.sh does.
+fn completed(type_name: &str, args: &ConfigsArgs) {
+    match &args.entity_name {
+        Some(name) => println!(
+            "Completed updating config for {} {name}.",
+            type_name.trim_end_matches('s')
+        ),
+        None => println!("Completed updating default config for {type_name} in the cluster."),
+    }
+}
+
+async fn clients(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
+    if args.describe {
+        let filter = vec![(runnel_metadata::quota::CLIENT_ID, quota_filter(args))];
+        return client_quotas::describe(admin, &filter).await;
+    }
+    let entity = quota_entity(args, "clients")?;
+    let Changes { adds, deletes } = adds_and_deletes(args)?;
+    client_quotas::alter(admin, &[entity], &adds, &deletes).await?;
+    completed("clients", args);
+    Ok(())
+}
+
+async fn users(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
+    if args.describe {
+        // Quotas first, then (for a named user or all users) SCRAM credentials, as Kafka.
+        let filter = vec![(runnel_metadata::quota::USER, quota_filter(args))];
+        client_quotas::describe(admin, &filter).await?;
+        if args.entity_default {
+            return Ok(());
+        }
+        return super::user_scram::describe(admin, args.entity_name.as_deref()).await;
+    }
+    let Changes { adds, deletes } = adds_and_deletes(args)?;
+    let keys = || adds.iter().map(|(k, _)| k).chain(deletes.iter());
+    if keys().any(|k| client_quotas::is_quota_key(k)) {
+        if keys().any(|k| !client_quotas::is_quota_key(k)) {
+            bail!(
+                "Cannot alter both quota and SCRAM credential configs simultaneously for 'users'"
+            );
+        }
+        let entity = quota_entity(args, "users")?;
+        client_quotas::alter(admin, &[entity], &adds, &deletes).await?;
+        completed("users", args);
+        return Ok(());
+    }
+    if args.entity_default {
+        bail!("The use of --entity-default is not allowed with User SCRAM Credentials");
+    }
+    let Some(user) = &args.entity_name else {
+        bail!("--alter needs --entity-name for users");
+    };
     super::user_scram::alter(admin, user, &adds, &deletes).await
 }
 
@@ -98,7 +177,9 @@ fn resource(args: &ConfigsArgs, name: &str) -> ConfigResource {
     match args.entity_type {
         EntityType::Topics => ConfigResource::topic(name),
         // Users never reach the config APIs (`users` handles them).
-        EntityType::Brokers | EntityType::Users => ConfigResource::broker(name),
+        EntityType::Brokers | EntityType::Users | EntityType::Clients => {
+            ConfigResource::broker(name)
+        }
     }
 }
 
@@ -107,7 +188,7 @@ async fn describe(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
         (Some(n), _) => vec![n.clone()],
         (None, EntityType::Topics) => admin.list_topics(true).await?,
         (None, EntityType::Brokers) if args.entity_default => vec![String::new()],
-        (None, EntityType::Brokers | EntityType::Users) => admin
+        (None, EntityType::Brokers | EntityType::Users | EntityType::Clients) => admin
             .describe_cluster()
             .await?
             .brokers
@@ -184,10 +265,10 @@ async fn alter(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
         admin.alter_configs(&res, &configs, false).await?;
     }
     match (args.entity_type, name.is_empty()) {
-        (EntityType::Brokers | EntityType::Users, true) => {
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, true) => {
             println!("Completed updating default config for brokers in the cluster.")
         }
-        (EntityType::Brokers | EntityType::Users, false) => {
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, false) => {
             println!("Completed updating config for broker {name}.")
         }
         (EntityType::Topics, _) => println!("Completed updating config for topic {name}."),
@@ -198,8 +279,12 @@ async fn alter(admin: &Admin, args: &ConfigsArgs) -> Result<()> {
 fn dynamic_source(entity: EntityType, name: &str) -> ConfigSource {
     match (entity, name.is_empty()) {
         (EntityType::Topics, _) => ConfigSource::DynamicTopicConfig,
-        (EntityType::Brokers | EntityType::Users, true) => ConfigSource::DynamicDefaultBrokerConfig,
-        (EntityType::Brokers | EntityType::Users, false) => ConfigSource::DynamicBrokerConfig,
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, true) => {
+            ConfigSource::DynamicDefaultBrokerConfig
+        }
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, false) => {
+            ConfigSource::DynamicBrokerConfig
+        }
     }
 }
 
@@ -213,10 +298,10 @@ pub fn format_describe(
     let kind = if all { "All" } else { "Dynamic" };
     let mut out = match (entity, name.is_empty()) {
         (EntityType::Topics, _) => format!("{kind} configs for topic {name} are:\n"),
-        (EntityType::Brokers | EntityType::Users, true) => {
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, true) => {
             "Default configs for brokers in the cluster are:\n".to_string()
         }
-        (EntityType::Brokers | EntityType::Users, false) => {
+        (EntityType::Brokers | EntityType::Users | EntityType::Clients, false) => {
             format!("{kind} configs for broker {name} are:\n")
         }
     };

@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the helpers they share (connecting, error rendering).
 
 pub mod args;
+pub mod client_quotas;
 pub mod configs;
 pub mod consume;
 pub mod delete_records;
