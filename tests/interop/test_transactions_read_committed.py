@@ -89,7 +89,6 @@ def test_an_open_transaction_is_invisible_until_committed(broker):
     assert _read_all(broker.bootstrap, name, 1, "read_committed") == [b"pending"]
 
 
-@pytest.mark.xfail(reason="TxnOffsetCommit (API 28) is not served yet", strict=True)
 def test_send_offsets_to_transaction_commits_only_with_the_transaction(broker):
     name = create_topic(broker.bootstrap, unique_topic("txnoff"), 1)
     group = f"g-{uuid.uuid4().hex[:8]}"

@@ -59,6 +59,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::EndTxn, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
@@ -309,6 +310,10 @@ pub async fn dispatch(
                 handlers::txn_authz::add_offsets_to_txn
             )
         }
+        ApiKey::TxnOffsetCommit => call_ctx!(
+            TxnOffsetCommitRequest,
+            handlers::txn_authz::txn_offset_commit
+        ),
         ApiKey::EndTxn => call_ctx!(EndTxnRequest, handlers::txn_authz::end_txn),
         ApiKey::DescribeTransactions => call_ctx!(
             DescribeTransactionsRequest,

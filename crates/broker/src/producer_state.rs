@@ -124,6 +124,16 @@ impl ProducerStateTable {
         }
     }
 
+    /// The epoch check alone, for a coordinator's own batches (no sequences to check).
+    pub fn check_epoch(&self, producer_id: i64, epoch: i16) -> SequenceCheck {
+        match self.producers.get(&producer_id) {
+            Some(entry) if epoch < entry.epoch => SequenceCheck::Reject {
+                error_code: INVALID_PRODUCER_EPOCH,
+            },
+            _ => SequenceCheck::Append,
+        }
+    }
+
     /// Records an appended batch whose largest timestamp is `max_timestamp` (a transactional
     /// one opens its producer's transaction at `first_offset`); call only after `check`
     /// returned `Append`.

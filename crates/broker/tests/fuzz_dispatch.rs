@@ -69,6 +69,9 @@ macro_rules! paste_request {
     (AddOffsetsToTxn) => {
         AddOffsetsToTxnRequest
     };
+    (TxnOffsetCommit) => {
+        TxnOffsetCommitRequest
+    };
     (EndTxn) => {
         EndTxnRequest
     };
@@ -276,6 +279,7 @@ requests!(
     DescribeTopicPartitions,
     AddPartitionsToTxn,
     AddOffsetsToTxn,
+    TxnOffsetCommit,
     EndTxn,
     DescribeTransactions,
     ListTransactions,

@@ -32,6 +32,7 @@ pub mod runnel_describe;
 pub mod scram_credentials;
 pub mod topics;
 pub mod txn_authz;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;
