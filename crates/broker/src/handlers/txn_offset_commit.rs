@@ -77,11 +77,7 @@ pub async fn handle(
     let mut codes: BTreeMap<(String, i32), i16> = BTreeMap::new();
     if !offsets.is_empty() {
         let group_id = request.group_id.0.to_string();
-        let failed = match verify(broker, &request, &group_id).await {
-            Ok(()) => None,
-            Err(code) => Some(code),
-        };
-        let answered = match failed {
+        let answered = match verify(broker, &request, &group_id).await.err() {
             Some(code) => offsets
                 .iter()
                 .map(|o| (o.topic.clone(), o.partition, code))
