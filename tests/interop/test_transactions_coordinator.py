@@ -285,3 +285,35 @@ def test_a_new_coordinator_finishes_the_transaction_after_kill_9(tmp_path, reque
     wait_until(lambda: describe(cluster.node(_coordinator(cluster, txn_id)).address, txn_id)[1]
                == "CompleteCommit", OP_TIMEOUT, interval=0.2, desc="CompleteCommit")
     cluster.stop_all()
+
+
+def test_describe_producers_shows_the_open_transaction(txn_broker):
+    """DescribeProducers (API 61) through `runnel transactions describe-producers`, in
+    kafka-transactions.sh's columns: the open transaction's first offset while it is open,
+    None once its marker ended it."""
+    topic = create_topic(txn_broker.bootstrap, unique_topic("txprod"), 1)
+    txn_id = unique_topic("txn-id")
+    p = _producer(txn_broker, txn_id)
+    p.init_transactions(OP_TIMEOUT)
+    pid = describe(txn_broker.bootstrap, txn_id)[2]
+
+    def producers():
+        out = subprocess.run([RUNNEL_BIN, "transactions", "--bootstrap-server", txn_broker.bootstrap,
+                              "describe-producers", "--topic", topic, "--partition", "0"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        rows = [line.split() for line in out.stdout.splitlines()]
+        assert rows[0] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                           "LastTimestamp", "CurrentTransactionStartOffset"]
+        return {int(r[0]): r for r in rows[1:]}
+
+    p.begin_transaction()
+    p.produce(topic, partition=0, value=b"a")
+    p.produce(topic, partition=0, value=b"b")
+    p.flush(OP_TIMEOUT)
+    row = producers()[pid]
+    assert (row[1], row[3], row[5]) == ("0", "1", "0"), row
+    p.commit_transaction(OP_TIMEOUT)
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
+    wait_until(lambda: producers()[pid][5] == "None", OP_TIMEOUT, desc="the marker ends the transaction")
+    assert int(producers()[pid][2]) >= 0, "the marker's coordinator epoch"

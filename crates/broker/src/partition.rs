@@ -456,6 +456,11 @@ impl Partition {
         })
     }
 
+    /// The producers this partition knows (DescribeProducers).
+    pub fn describe_producers(&self) -> Vec<crate::producer_state::ProducerView> {
+        self.producers.lock().describe()
+    }
+
     /// Whether `producer_id` has an open transaction on this partition (the produce path's
     /// verification guard keeps it from asking the coordinator again).
     pub fn in_transaction(&self, producer_id: i64) -> bool {

@@ -72,6 +72,9 @@ macro_rules! paste_request {
     (TxnOffsetCommit) => {
         TxnOffsetCommitRequest
     };
+    (DescribeProducers) => {
+        DescribeProducersRequest
+    };
     (EndTxn) => {
         EndTxnRequest
     };
@@ -282,6 +285,7 @@ requests!(
     TxnOffsetCommit,
     EndTxn,
     DescribeTransactions,
+    DescribeProducers,
     ListTransactions,
     WriteTxnMarkers,
     SaslHandshake,

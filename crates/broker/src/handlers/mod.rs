@@ -12,6 +12,7 @@ pub mod consumer_group;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;

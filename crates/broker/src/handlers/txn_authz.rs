@@ -10,6 +10,7 @@
 //! * TxnOffsetCommit: WRITE on the transactional id (every partition
 //!   TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED),
 //!   READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
+//! * DescribeProducers: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
 //! * WriteTxnMarkers: CLUSTER_ACTION on the cluster (every partition
 //!   CLUSTER_AUTHORIZATION_FAILED): only brokers write markers;
 //! * DescribeTransactions: DESCRIBE on each transactional id; ListTransactions lists only the
@@ -30,8 +31,8 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::*;
 use runnel_metadata::acl::{AclOperation, ResourceType};
 
-use super::txn_offset_commit;
 use super::{add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn};
+use super::{describe_producers, txn_offset_commit};
 use super::{list_transactions, write_txn_markers};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
@@ -126,6 +127,19 @@ pub async fn txn_offset_commit(
         })
     };
     txn_offset_commit::handle(broker, request, version, refused).await
+}
+
+pub async fn describe_producers(
+    broker: &Arc<Broker>,
+    request: DescribeProducersRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> DescribeProducersResponse {
+    let refused = |topic: &str| {
+        (!broker.authorized_topic(ctx, AclOperation::Read, topic))
+            .then_some(code::TOPIC_AUTHORIZATION_FAILED)
+    };
+    describe_producers::handle(broker, request, version, refused).await
 }
 
 pub async fn end_txn(

@@ -1,9 +1,10 @@
-//! `runnel transactions`: kafka-transactions.sh's `list` and `describe --transactional-id`,
-//! with Kafka's column names and table layout (`ToolsUtils.prettyPrintTable`).
+//! `runnel transactions`: kafka-transactions.sh's `list`, `describe --transactional-id` and
+//! `describe-producers --topic --partition`, with Kafka's column names and table layout
+//! (`ToolsUtils.prettyPrintTable`).
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use runnel_client::admin::{TransactionDescription, TransactionListing};
+use runnel_client::admin::{ProducerDescription, TransactionDescription, TransactionListing};
 use runnel_client::Admin;
 
 use super::metadata_quorum::format::pretty_table;
@@ -26,6 +27,13 @@ pub enum TransactionsCommand {
         #[arg(long, value_name = "ID")]
         transactional_id: String,
     },
+    /// The producer state of one partition at its leader (DescribeProducers).
+    DescribeProducers {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: i32,
+    },
 }
 
 pub async fn run(args: TransactionsArgs) -> Result<()> {
@@ -37,6 +45,9 @@ pub async fn run(args: TransactionsArgs) -> Result<()> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             describe_table(&admin.describe_transaction(&transactional_id).await?, now)
+        }
+        TransactionsCommand::DescribeProducers { topic, partition } => {
+            producers_table(&admin.describe_producers(&topic, partition).await?)
         }
     };
     print!("{out}");
@@ -59,6 +70,38 @@ fn list_table(rows: &[TransactionListing]) -> String {
                 t.coordinator.to_string(),
                 t.producer_id.to_string(),
                 t.state.clone(),
+            ]
+        })
+        .collect();
+    pretty_table(&headers, &rows)
+}
+
+fn producers_table(rows: &[ProducerDescription]) -> String {
+    let headers = [
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
+    .map(str::to_owned);
+    let rows: Vec<[String; 6]> = rows
+        .iter()
+        .map(|p| {
+            // Kafka prints "None" when no transaction is open.
+            let start = if p.current_txn_start_offset < 0 {
+                "None".to_string()
+            } else {
+                p.current_txn_start_offset.to_string()
+            };
+            [
+                p.producer_id.to_string(),
+                p.producer_epoch.to_string(),
+                p.coordinator_epoch.to_string(),
+                p.last_sequence.to_string(),
+                p.last_timestamp.to_string(),
+                start,
             ]
         })
         .collect();
@@ -137,5 +180,44 @@ mod tests {
             ..t
         };
         assert!(describe_table(&idle, 0).contains("None"));
+    }
+
+    #[test]
+    fn describe_producers_prints_kafkas_columns() {
+        let p = ProducerDescription {
+            producer_id: 9,
+            producer_epoch: 1,
+            last_sequence: 4,
+            last_timestamp: 77,
+            coordinator_epoch: -1,
+            current_txn_start_offset: -1,
+        };
+        let open = ProducerDescription {
+            current_txn_start_offset: 12,
+            coordinator_epoch: 3,
+            ..p.clone()
+        };
+        let out = producers_table(&[p, open]);
+        let lines: Vec<&str> = out.lines().collect();
+        let header: Vec<&str> = lines[0].split('\t').map(str::trim).collect();
+        assert_eq!(
+            header,
+            [
+                "ProducerId",
+                "ProducerEpoch",
+                "LatestCoordinatorEpoch",
+                "LastSequence",
+                "LastTimestamp",
+                "CurrentTransactionStartOffset"
+            ]
+        );
+        let cells = |l: &str| {
+            l.split('\t')
+                .map(str::trim)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cells(lines[1]), ["9", "1", "-1", "4", "77", "None"]);
+        assert_eq!(cells(lines[2]), ["9", "1", "3", "4", "77", "12"]);
     }
 }

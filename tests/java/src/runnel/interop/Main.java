@@ -48,6 +48,7 @@ public final class Main {
         SCENARIOS.put("consumer-classic-static", ConsumerScenarios::classicStaticMembership);
         SCENARIOS.put("consumer-protocol-consumer", ConsumerScenarios::consumerProtocol);
         SCENARIOS.put("consumer-rebalance-no-loss", ConsumerScenarios::rebalancesWithCommitsNoLoss);
+        SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
     }
 
     private Main() {}
