@@ -3,9 +3,12 @@
 //! DescribeTransactions at the id's transaction coordinator (FindCoordinator key type 1).
 
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
 use kafka_protocol::messages::{
-    DescribeProducersRequest, DescribeTransactionsRequest, ListTransactionsRequest, TopicName,
-    TransactionalId,
+    DescribeProducersRequest, DescribeTransactionsRequest, ListTransactionsRequest, ProducerId,
+    TopicName, TransactionalId, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -52,6 +55,56 @@ pub struct ProducerDescription {
 }
 
 impl Admin {
+    /// Aborts a (hanging) transaction on one partition, as Kafka's `Admin.abortTransaction`:
+    /// an ABORT marker for the producer, sent to the partition's leader with WriteTxnMarkers.
+    pub async fn abort_transaction(
+        &self,
+        topic: &str,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<()> {
+        self.client
+            .retry(
+                &format!("WriteTxnMarkers (abort) to {topic}-{partition}"),
+                || async {
+                    let meta = self
+                        .client
+                        .refresh_metadata(Some(&[topic.to_owned()]))
+                        .await?;
+                    let leader = meta.leader_for(topic, partition).ok_or_else(|| {
+                        ClientError::kafka(6, Some(format!("{topic}-{partition} has no leader")))
+                    })?;
+                    let conn = self.client.broker_connection(leader).await?;
+                    let marker = WritableTxnMarker::default()
+                        .with_producer_id(ProducerId(producer_id))
+                        .with_producer_epoch(producer_epoch)
+                        .with_transaction_result(false)
+                        .with_coordinator_epoch(coordinator_epoch)
+                        .with_topics(vec![WritableTxnMarkerTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                            .with_partition_indexes(vec![partition])]);
+                    let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+                    let resp = conn.send(&req).await?;
+                    let code = resp
+                        .markers
+                        .iter()
+                        .flat_map(|m| &m.topics)
+                        .flat_map(|t| &t.partitions)
+                        .find(|p| p.partition_index == partition)
+                        .map(|p| p.error_code)
+                        .ok_or_else(|| {
+                            ClientError::Protocol(
+                                "WriteTxnMarkers answer without the partition".into(),
+                            )
+                        })?;
+                    ClientError::check(code, Some(&format!("{topic}-{partition}")))
+                },
+            )
+            .await
+    }
+
     /// DescribeProducers of one partition at its leader.
     pub async fn describe_producers(
         &self,

@@ -34,6 +34,23 @@ pub enum TransactionsCommand {
         #[arg(long)]
         partition: i32,
     },
+    /// Abort a hanging transaction on one partition (an ABORT marker, WriteTxnMarkers): by
+    /// the start offset of the open transaction, or by producer id, epoch and coordinator
+    /// epoch.
+    Abort {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: i32,
+        #[arg(long, conflicts_with_all = ["producer_id", "producer_epoch", "coordinator_epoch"])]
+        start_offset: Option<i64>,
+        #[arg(long, requires_all = ["producer_epoch", "coordinator_epoch"])]
+        producer_id: Option<i64>,
+        #[arg(long)]
+        producer_epoch: Option<i16>,
+        #[arg(long)]
+        coordinator_epoch: Option<i32>,
+    },
 }
 
 pub async fn run(args: TransactionsArgs) -> Result<()> {
@@ -48,6 +65,44 @@ pub async fn run(args: TransactionsArgs) -> Result<()> {
         }
         TransactionsCommand::DescribeProducers { topic, partition } => {
             producers_table(&admin.describe_producers(&topic, partition).await?)
+        }
+        TransactionsCommand::Abort {
+            topic,
+            partition,
+            start_offset,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+        } => {
+            let (pid, epoch, coordinator_epoch) = match (start_offset, producer_id) {
+                (Some(offset), _) => {
+                    // As kafka-transactions.sh: the producer whose open transaction starts there.
+                    let producers = admin.describe_producers(&topic, partition).await?;
+                    let p = producers
+                        .iter()
+                        .find(|p| p.current_txn_start_offset == offset)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "Could not find any open transactions starting at offset {offset} on partition {topic}-{partition}"
+                            )
+                        })?;
+                    let epoch = i16::try_from(p.producer_epoch)
+                        .map_err(|_| anyhow::anyhow!("producer epoch {} out of range", p.producer_epoch))?;
+                    (p.producer_id, epoch, p.coordinator_epoch.max(0))
+                }
+                (None, Some(pid)) => (
+                    pid,
+                    producer_epoch.unwrap_or_default(),
+                    coordinator_epoch.unwrap_or_default(),
+                ),
+                (None, None) => anyhow::bail!(
+                    "either --start-offset or --producer-id, --producer-epoch and --coordinator-epoch is required"
+                ),
+            };
+            admin
+                .abort_transaction(&topic, partition, pid, epoch, coordinator_epoch)
+                .await?;
+            String::new()
         }
     };
     print!("{out}");
@@ -199,7 +254,7 @@ mod tests {
         };
         let out = producers_table(&[p, open]);
         let lines: Vec<&str> = out.lines().collect();
-        let header: Vec<&str> = lines[0].split('\t').map(str::trim).collect();
+        let header: Vec<&str> = lines[0].split_whitespace().collect();
         assert_eq!(
             header,
             [
@@ -211,12 +266,7 @@ mod tests {
                 "CurrentTransactionStartOffset"
             ]
         );
-        let cells = |l: &str| {
-            l.split('\t')
-                .map(str::trim)
-                .map(String::from)
-                .collect::<Vec<_>>()
-        };
+        let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
         assert_eq!(cells(lines[1]), ["9", "1", "-1", "4", "77", "None"]);
         assert_eq!(cells(lines[2]), ["9", "1", "3", "4", "77", "12"]);
     }
