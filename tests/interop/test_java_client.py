@@ -41,6 +41,7 @@ SCENARIOS = [
     "consumer-rebalance-no-loss",
     "config-types",
     "config-subtract-to-empty",
+    "txn-commit-abort-fence",
 ]
 
 # (scenario, nodes) -> the Runnel defect that makes it fail today.

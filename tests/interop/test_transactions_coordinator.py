@@ -11,7 +11,7 @@ import struct
 import subprocess
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from clients import OP_TIMEOUT, admin, ck_conf, create_topic, unique_topic
 from cluster import Cluster
@@ -285,3 +285,68 @@ def test_a_new_coordinator_finishes_the_transaction_after_kill_9(tmp_path, reque
     wait_until(lambda: describe(cluster.node(_coordinator(cluster, txn_id)).address, txn_id)[1]
                == "CompleteCommit", OP_TIMEOUT, interval=0.2, desc="CompleteCommit")
     cluster.stop_all()
+
+
+def test_describe_producers_shows_the_open_transaction(txn_broker):
+    """DescribeProducers (API 61) through `runnel transactions describe-producers`, in
+    kafka-transactions.sh's columns: the open transaction's first offset while it is open,
+    None once its marker ended it."""
+    topic = create_topic(txn_broker.bootstrap, unique_topic("txprod"), 1)
+    txn_id = unique_topic("txn-id")
+    p = _producer(txn_broker, txn_id)
+    p.init_transactions(OP_TIMEOUT)
+    pid = describe(txn_broker.bootstrap, txn_id)[2]
+
+    def producers():
+        out = subprocess.run([RUNNEL_BIN, "transactions", "--bootstrap-server", txn_broker.bootstrap,
+                              "describe-producers", "--topic", topic, "--partition", "0"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        rows = [line.split() for line in out.stdout.splitlines()]
+        assert rows[0] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                           "LastTimestamp", "CurrentTransactionStartOffset"]
+        return {int(r[0]): r for r in rows[1:]}
+
+    p.begin_transaction()
+    p.produce(topic, partition=0, value=b"a")
+    p.produce(topic, partition=0, value=b"b")
+    p.flush(OP_TIMEOUT)
+    row = producers()[pid]
+    assert (row[1], row[3], row[5]) == ("0", "1", "0"), row
+    p.commit_transaction(OP_TIMEOUT)
+    _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
+    wait_until(lambda: producers()[pid][5] == "None", OP_TIMEOUT, desc="the marker ends the transaction")
+    assert int(producers()[pid][2]) >= 0, "the marker's coordinator epoch"
+
+
+def test_abort_by_start_offset_ends_the_open_transaction(txn_broker):
+    """`runnel transactions abort --start-offset` (kafka-transactions.sh's abort of a hanging
+    transaction): the partition's ABORT marker ends the open transaction, so the LSO moves
+    past it and read_committed never returns its records."""
+    topic = create_topic(txn_broker.bootstrap, unique_topic("txabort"), 1)
+    txn_id = unique_topic("txn-id")
+    p = _producer(txn_broker, txn_id)
+    p.init_transactions(OP_TIMEOUT)
+    pid = describe(txn_broker.bootstrap, txn_id)[2]
+    p.begin_transaction()
+    p.produce(topic, partition=0, value=b"hanging")
+    p.flush(OP_TIMEOUT)
+
+    def tool(*args):
+        out = subprocess.run([RUNNEL_BIN, "transactions", "--bootstrap-server", txn_broker.bootstrap,
+                              *args], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return [line.split() for line in out.stdout.splitlines()]
+
+    start = {int(r[0]): r[5] for r in tool("describe-producers", "--topic", topic, "--partition", "0")[1:]}
+    assert start[pid] == "0"
+    tool("abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    rows = {int(r[0]): r for r in tool("describe-producers", "--topic", topic, "--partition", "0")[1:]}
+    assert rows[pid][5] == "None", rows
+    c = Consumer(ck_conf(txn_broker.bootstrap, **{"group.id": unique_topic("g"), "isolation.level": "read_committed"}))
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=OP_TIMEOUT, cached=False)
+        assert high == 2, "read_committed's end (the LSO) is past the aborted record and its marker"
+    finally:
+        c.close()
+    del p

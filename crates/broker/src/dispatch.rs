@@ -61,8 +61,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::EndTxn, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     // v1 only: kafka-protocol (like Kafka 4.0, KIP-896) has no v0 of WriteTxnMarkers.
     (ApiKey::WriteTxnMarkers, 1, 1),
@@ -356,6 +358,14 @@ async fn route(
                 handlers::txn_authz::add_offsets_to_txn
             )
         }
+        ApiKey::TxnOffsetCommit => call_ctx!(
+            TxnOffsetCommitRequest,
+            handlers::txn_authz::txn_offset_commit
+        ),
+        ApiKey::DescribeProducers => call_ctx!(
+            DescribeProducersRequest,
+            handlers::txn_authz::describe_producers
+        ),
         ApiKey::EndTxn => call_ctx!(EndTxnRequest, handlers::txn_authz::end_txn),
         ApiKey::DescribeTransactions => call_ctx!(
             DescribeTransactionsRequest,

@@ -23,11 +23,11 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use runnel_group::{
-    consumer_group::ClientInfo, partition_for_group, CommittedOffset, ConsumerGroupConfig,
-    ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat, ConsumerHeartbeatResponse,
-    GroupConfig, GroupCoordinator, GroupDescription, GroupTimeouts, HeartbeatRequest, JoinRequest,
-    JoinResponse, OffsetCommitRequest, OffsetsRecord, Output, RequestId, SyncRequest, SyncResponse,
-    TopicsView,
+    consumer_group::ClientInfo, partition_for_group, ConsumerGroupConfig, ConsumerGroupDescription,
+    ConsumerGroups, ConsumerHeartbeat, ConsumerHeartbeatResponse, FetchedOffset, GroupConfig,
+    GroupCoordinator, GroupDescription, GroupTimeouts, HeartbeatRequest, JoinRequest, JoinResponse,
+    LoadRecord, OffsetCommitRequest, OffsetsRecord, Output, RequestId, SyncRequest, SyncResponse,
+    TopicsView, TxnOffsetCommitRequest,
 };
 use runnel_metadata::{BrokerDefaults, MetadataImage};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -49,8 +49,10 @@ pub const NOT_COORDINATOR: i16 = 16;
 pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub const INVALID_GROUP_ID: i16 = 24;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const STALE_MEMBER_EPOCH: i16 = 113;
 
-type FetchResult = (i16, Vec<(String, i32, Option<CommittedOffset>)>);
+type FetchResult = (i16, Vec<FetchedOffset>);
 type PartitionCodes = Vec<(String, i32, i16)>;
 
 enum Command {
@@ -66,8 +68,13 @@ enum Command {
     Fetch(
         String,
         Option<Vec<(String, Vec<i32>)>>,
+        bool,
         oneshot::Sender<FetchResult>,
     ),
+    TxnCommit(TxnOffsetCommitRequest, oneshot::Sender<PartitionCodes>),
+    /// A transaction marker replicated on this `__consumer_offsets` partition: (partition,
+    /// producer id, commit).
+    TxnCompleted(i32, i64, bool, oneshot::Sender<usize>),
     List(Vec<String>, oneshot::Sender<Vec<(String, String, String)>>),
     Describe(Vec<String>, oneshot::Sender<Vec<GroupDescription>>),
     Delete(Vec<String>, oneshot::Sender<Vec<(String, i16)>>),
@@ -137,14 +144,43 @@ impl GroupHandle {
             .unwrap_or((COORDINATOR_NOT_AVAILABLE, Vec::new()))
     }
 
+    /// OffsetFetch; with `require_stable`, partitions with pending transactional offsets
+    /// answer UNSTABLE_OFFSET_COMMIT.
     pub async fn fetch(
         &self,
         group_id: String,
         partitions: Option<Vec<(String, Vec<i32>)>>,
+        require_stable: bool,
     ) -> FetchResult {
-        self.call(|r| Command::Fetch(group_id, partitions, r))
+        self.call(|r| Command::Fetch(group_id, partitions, require_stable, r))
             .await
             .unwrap_or((COORDINATOR_NOT_AVAILABLE, Vec::new()))
+    }
+
+    /// TxnOffsetCommit: a code per requested partition, in order.
+    pub async fn txn_commit(&self, req: TxnOffsetCommitRequest) -> PartitionCodes {
+        let fallback: PartitionCodes = req
+            .offsets
+            .iter()
+            .map(|o| (o.topic.clone(), o.partition, COORDINATOR_NOT_AVAILABLE))
+            .collect();
+        self.call(|r| Command::TxnCommit(req, r))
+            .await
+            .unwrap_or(fallback)
+    }
+
+    /// The marker of `producer_id`'s transaction is replicated on `__consumer_offsets`
+    /// partition `partition`: its pending offsets there are committed or dropped. Returns
+    /// how many offsets became committed.
+    pub async fn complete_transaction(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) -> usize {
+        self.call(|r| Command::TxnCompleted(partition, producer_id, commit, r))
+            .await
+            .unwrap_or(0)
     }
 
     pub async fn list(&self, states: Vec<String>) -> Vec<(String, String, String)> {
@@ -490,12 +526,12 @@ impl GroupManager {
         }
     }
 
-    /// Replays the partition's records into a fresh coordinator.
+    /// Replays the partition's records (and transaction markers) into a fresh coordinator.
     fn load(&self, partition: i32) -> GroupCoordinator {
         let mut coordinator = GroupCoordinator::new(self.config.clone());
-        let records = read_records(&self.replicas, OFFSETS_TOPIC, partition);
+        let records = read_log(&self.replicas, OFFSETS_TOPIC, partition);
         let n = records.len();
-        coordinator.load(now_ms(), records);
+        coordinator.load_log(now_ms(), records);
         tracing::info!(partition, records = n, "loaded group coordinator partition");
         coordinator
     }
@@ -599,14 +635,24 @@ impl GroupManager {
                 }
             },
             Command::Commit(req, reply) => self.commit(now, req, reply),
-            Command::Fetch(group_id, partitions, reply) => {
+            Command::Fetch(group_id, partitions, require_stable, reply) => {
                 let result = match self.route(&group_id) {
-                    Ok(p) => self
-                        .coordinator(p)
-                        .fetch_offsets(&group_id, partitions.as_deref()),
+                    Ok(p) => self.coordinator(p).fetch_offsets_stable(
+                        &group_id,
+                        partitions.as_deref(),
+                        require_stable,
+                    ),
                     Err(code) => (code, Vec::new()),
                 };
                 let _ = reply.send(result);
+            }
+            Command::TxnCommit(req, reply) => self.txn_commit(now, req, reply),
+            Command::TxnCompleted(partition, producer_id, commit, reply) => {
+                let n = self
+                    .coordinators
+                    .get_mut(&partition)
+                    .map_or(0, |c| c.complete_transaction(producer_id, commit));
+                let _ = reply.send(n);
             }
             Command::List(states, reply) => {
                 self.follow_leadership();
@@ -763,6 +809,82 @@ impl GroupManager {
                     }
                 }
                 let _ = reply.send((code, codes));
+            }),
+        );
+    }
+
+    /// TxnOffsetCommit: validated by the pure coordinator, its records appended as one
+    /// transactional batch of the producer, answered once replicated; the offsets stay
+    /// pending until the transaction's marker ([`Command::TxnCompleted`]).
+    fn txn_commit(
+        &mut self,
+        now: i64,
+        mut req: TxnOffsetCommitRequest,
+        reply: oneshot::Sender<PartitionCodes>,
+    ) {
+        let all = |req: &TxnOffsetCommitRequest, code: i16| -> PartitionCodes {
+            req.offsets
+                .iter()
+                .map(|o| (o.topic.clone(), o.partition, code))
+                .collect()
+        };
+        let p = match self.route(&req.group_id) {
+            Ok(p) => p,
+            Err(code) => {
+                let _ = reply.send(all(&req, code));
+                return;
+            }
+        };
+        if let Some(groups) = self
+            .consumer_groups
+            .get(&p)
+            .filter(|g| g.contains(&req.group_id))
+        {
+            // A KIP-848 group: a request naming a member is checked against its member epoch
+            // (a stale one is ILLEGAL_GENERATION for TxnOffsetCommit, as in Kafka); then the
+            // offsets are stored like a simple commit's.
+            let names_member = req.generation_id >= 0 || !req.member_id.is_empty();
+            if names_member {
+                if let Err(code) =
+                    groups.is_member_epoch_valid(&req.group_id, &req.member_id, req.generation_id)
+                {
+                    let code = if code == STALE_MEMBER_EPOCH {
+                        runnel_group::errors::ILLEGAL_GENERATION
+                    } else {
+                        code
+                    };
+                    let _ = reply.send(all(&req, code));
+                    return;
+                }
+            }
+            req.generation_id = -1;
+            req.member_id.clear();
+            req.group_instance_id = None;
+        }
+        let Some(max_batch_bytes) = self.max_batch_bytes(p) else {
+            let _ = reply.send(all(&req, NOT_COORDINATOR));
+            return;
+        };
+        let commit = self
+            .coordinator(p)
+            .begin_txn_offset_commit(now, &req, max_batch_bytes);
+        let (codes, token) = (commit.codes, commit.token);
+        let producer = (req.producer_id, req.producer_epoch);
+        let written = self.persist_as(p, commit.records, Some(producer));
+        self.when_commit_written(
+            p,
+            written,
+            token,
+            Box::new(move |err| {
+                let mut codes = codes;
+                if err != 0 {
+                    for c in &mut codes {
+                        if c.2 == 0 {
+                            c.2 = err;
+                        }
+                    }
+                }
+                let _ = reply.send(codes);
             }),
         );
     }
@@ -946,6 +1068,18 @@ impl GroupManager {
     /// waiting: like Kafka's coordinator (acks=all) the answers depending on it wait until
     /// every in-sync replica has the records, so a failover cannot lose an acknowledged commit.
     fn persist(&mut self, partition: i32, records: Vec<OffsetsRecord>) -> Written {
+        self.persist_as(partition, records, None)
+    }
+
+    /// [`Self::persist`], as a transactional batch of `producer` (id, epoch) when given: a
+    /// TxnOffsetCommit's records, which its transaction's marker later ends. Only the
+    /// producer's epoch is checked (INVALID_PRODUCER_EPOCH once a newer one wrote here).
+    fn persist_as(
+        &mut self,
+        partition: i32,
+        records: Vec<OffsetsRecord>,
+        producer: Option<(i64, i16)>,
+    ) -> Written {
         if records.is_empty() {
             return Written::Done;
         }
@@ -953,14 +1087,18 @@ impl GroupManager {
             tracing::error!(partition, "__consumer_offsets partition is not hosted here");
             return Written::Failed(NOT_COORDINATOR);
         };
-        let batch = match encode_batch(records) {
+        let batch = match encode_batch_of(records, producer) {
             Ok(batch) => batch,
             Err(e) => {
                 tracing::error!(partition, error = %e, "cannot encode group records");
                 return Written::Failed(COORDINATOR_NOT_AVAILABLE);
             }
         };
-        match p.append_as_leader(&batch, self.node_id, 1) {
+        let appended = match producer {
+            None => p.append_as_leader(&batch, self.node_id, 1),
+            Some(_) => p.append_as_coordinator(&batch, self.node_id),
+        };
+        match appended {
             Ok(appended) => {
                 let needed = appended.last_offset + 1;
                 if p.high_watermark() >= needed {
@@ -968,6 +1106,9 @@ impl GroupManager {
                 } else {
                     Written::Pending(needed)
                 }
+            }
+            Err((code, _)) if producer.is_some() && code == INVALID_PRODUCER_EPOCH => {
+                Written::Failed(code)
             }
             Err((code, message)) => {
                 tracing::error!(partition, code, %message, "cannot persist group records");
@@ -979,12 +1120,37 @@ impl GroupManager {
 
 /// The keyed records of a coordinator partition hosted here (`__consumer_offsets`,
 /// `__transaction_state`), in log order up to its log end: as the new leader, everything it
-/// holds will be committed. Control records are skipped.
+/// holds will be committed. Control records are skipped, and so is the transactional origin
+/// of records ([`read_log`] keeps both).
 pub(crate) fn read_records(
     replicas: &ReplicaManager,
     topic: &str,
     partition: i32,
 ) -> Vec<OffsetsRecord> {
+    read_log(replicas, topic, partition)
+        .into_iter()
+        .filter_map(|r| match r {
+            LoadRecord::Record { record, .. } => Some(record),
+            LoadRecord::Marker { .. } => None,
+        })
+        .collect()
+}
+
+/// The control record key's type (Kafka's `ControlRecordType`): 0 ABORT, 1 COMMIT; None for
+/// any other control record (or an undecodable key).
+fn marker_commit(key: Option<&[u8]>) -> Option<bool> {
+    let key = key?;
+    let kind = i16::from_be_bytes([*key.get(2)?, *key.get(3)?]);
+    match kind {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
+}
+
+/// [`read_records`] with transactions: records of transactional batches carry their producer
+/// id and transaction markers are kept, for the group loader.
+pub(crate) fn read_log(replicas: &ReplicaManager, topic: &str, partition: i32) -> Vec<LoadRecord> {
     let Some(p) = replicas.get(topic, partition) else {
         return Vec::new();
     };
@@ -1011,13 +1177,25 @@ pub(crate) fn read_records(
                     Ok(set) => {
                         for r in set.records {
                             offset = offset.max(r.offset + 1);
-                            if r.control || r.offset < before {
+                            if r.offset < before {
+                                continue;
+                            }
+                            if r.control {
+                                if let Some(commit) = marker_commit(r.key.as_deref()) {
+                                    records.push(LoadRecord::Marker {
+                                        producer_id: r.producer_id,
+                                        commit,
+                                    });
+                                }
                                 continue;
                             }
                             if let Some(key) = r.key {
-                                records.push(OffsetsRecord {
-                                    key,
-                                    value: r.value,
+                                records.push(LoadRecord::Record {
+                                    producer_id: r.transactional.then_some(r.producer_id),
+                                    record: OffsetsRecord {
+                                        key,
+                                        value: r.value,
+                                    },
                                 });
                             }
                         }
@@ -1038,24 +1216,38 @@ pub(crate) fn read_records(
 
 /// One uncompressed, non-idempotent batch of keyed records, as Kafka's coordinators write.
 pub(crate) fn encode_batch(records: Vec<OffsetsRecord>) -> anyhow_free::Result<Bytes> {
+    encode_batch_of(records, None)
+}
+
+/// [`encode_batch`], or with `producer` (id, epoch) a transactional batch of that producer
+/// with base sequence 0, as Kafka's group coordinator writes a TxnOffsetCommit.
+fn encode_batch_of(
+    records: Vec<OffsetsRecord>,
+    producer: Option<(i64, i16)>,
+) -> anyhow_free::Result<Bytes> {
     let now = now_ms();
+    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
+    // The encoder derives the base sequence from `offset - sequence`: -1 (none) or 0.
+    let first_sequence: i32 = if producer.is_some() { 0 } else { -1 };
     let records: Vec<Record> = records
         .into_iter()
         .enumerate()
         .map(|(i, r)| (i64::try_from(i).unwrap_or(i64::MAX), r))
         .map(|(i, r)| Record {
-            transactional: false,
+            transactional: producer.is_some(),
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i,
             // The encoder starts a new batch wherever `offset - sequence` changes; keeping it
             // constant (base sequence -1: not idempotent) makes the records one batch, as
             // Kafka's coordinator writes them, instead of one batch per record.
-            sequence: i32::try_from(i).unwrap_or(i32::MAX).wrapping_sub(1),
+            sequence: i32::try_from(i)
+                .unwrap_or(i32::MAX)
+                .wrapping_add(first_sequence),
             timestamp: now,
             key: Some(r.key),
             value: r.value,

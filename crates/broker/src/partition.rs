@@ -317,6 +317,27 @@ impl Partition {
         node_id: i32,
         acks: i16,
     ) -> Result<Appended, (i16, String)> {
+        self.append_leader(records, node_id, acks, true)
+    }
+
+    /// A coordinator's own batch (a TxnOffsetCommit's transactional records): appended like
+    /// a client's, but the producer's sequence numbers are not checked, only its epoch
+    /// (Kafka's `AppendOrigin.COORDINATOR`).
+    pub fn append_as_coordinator(
+        &self,
+        records: &[u8],
+        node_id: i32,
+    ) -> Result<Appended, (i16, String)> {
+        self.append_leader(records, node_id, 1, false)
+    }
+
+    fn append_leader(
+        &self,
+        records: &[u8],
+        node_id: i32,
+        acks: i16,
+        check_sequences: bool,
+    ) -> Result<Appended, (i16, String)> {
         let role = self.role();
         if role.leader != node_id {
             return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
@@ -358,7 +379,12 @@ impl Partition {
         let mut duplicate_of = None;
         for h in headers.iter().filter(|h| h.producer_id >= 0) {
             let last = last_seq(h.base_sequence, h.record_count);
-            match producers.check(h.producer_id, h.producer_epoch, h.base_sequence, last) {
+            let check = if check_sequences {
+                producers.check(h.producer_id, h.producer_epoch, h.base_sequence, last)
+            } else {
+                producers.check_epoch(h.producer_id, h.producer_epoch)
+            };
+            match check {
                 SequenceCheck::Append => {}
                 SequenceCheck::Duplicate { first_offset } if headers.len() == 1 => {
                     duplicate_of = Some((first_offset, h.last_offset_delta));
@@ -442,6 +468,11 @@ impl Partition {
             log_append_time: -1,
             leader_epoch: role.leader_epoch,
         })
+    }
+
+    /// The producers this partition knows (DescribeProducers).
+    pub fn describe_producers(&self) -> Vec<crate::producer_state::ProducerView> {
+        self.producers.lock().describe()
     }
 
     /// Whether `producer_id` has an open transaction on this partition (the produce path's

@@ -82,7 +82,39 @@ pub fn last_seq(first_seq: i32, count: i32) -> i32 {
     (last % (i32::MAX as i64 + 1)) as i32
 }
 
+/// One producer's state as DescribeProducers (API 61) reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerView {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// The last sequence of its last batch (-1: none since its epoch began).
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    /// The coordinator epoch of its last marker (-1: none).
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction (-1: none).
+    pub current_txn_start_offset: i64,
+}
+
 impl ProducerStateTable {
+    /// Every producer's state, by producer id (Kafka's `activeProducers`).
+    pub fn describe(&self) -> Vec<ProducerView> {
+        let mut out: Vec<ProducerView> = self
+            .producers
+            .iter()
+            .map(|(&producer_id, e)| ProducerView {
+                producer_id,
+                producer_epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: e.last_timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+                current_txn_start_offset: self.ongoing.first_offset_of(producer_id).unwrap_or(-1),
+            })
+            .collect();
+        out.sort_by_key(|v| v.producer_id);
+        out
+    }
+
     pub fn check(
         &self,
         producer_id: i64,
@@ -120,6 +152,16 @@ impl ProducerStateTable {
         match entry.batches.back() {
             Some(last) if next_seq(last.last_seq) != first_seq => SequenceCheck::Reject {
                 error_code: OUT_OF_ORDER_SEQUENCE_NUMBER,
+            },
+            _ => SequenceCheck::Append,
+        }
+    }
+
+    /// The epoch check alone, for a coordinator's own batches (no sequences to check).
+    pub fn check_epoch(&self, producer_id: i64, epoch: i16) -> SequenceCheck {
+        match self.producers.get(&producer_id) {
+            Some(entry) if epoch < entry.epoch => SequenceCheck::Reject {
+                error_code: INVALID_PRODUCER_EPOCH,
             },
             _ => SequenceCheck::Append,
         }

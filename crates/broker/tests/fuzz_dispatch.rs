@@ -69,6 +69,12 @@ macro_rules! paste_request {
     (AddOffsetsToTxn) => {
         AddOffsetsToTxnRequest
     };
+    (TxnOffsetCommit) => {
+        TxnOffsetCommitRequest
+    };
+    (DescribeProducers) => {
+        DescribeProducersRequest
+    };
     (EndTxn) => {
         EndTxnRequest
     };
@@ -282,8 +288,10 @@ requests!(
     DescribeTopicPartitions,
     AddPartitionsToTxn,
     AddOffsetsToTxn,
+    TxnOffsetCommit,
     EndTxn,
     DescribeTransactions,
+    DescribeProducers,
     ListTransactions,
     WriteTxnMarkers,
     SaslHandshake,

@@ -52,6 +52,8 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ListPartitionReassignments => (0, 0),
         // Transaction administration (kafka-transactions.sh list / describe).
         ApiKey::DescribeTransactions => (0, 0),
+        ApiKey::DescribeProducers => (0, 0),
+        ApiKey::WriteTxnMarkers => (1, 1),
         ApiKey::ListTransactions => (0, 1),
         // KIP-554 SCRAM credentials (`runnel configs --entity-type users`).
         ApiKey::DescribeUserScramCredentials => (0, 0),

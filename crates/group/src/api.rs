@@ -123,6 +123,42 @@ pub struct OffsetCommitRequest {
     pub offsets: Vec<CommitOffset>,
 }
 
+/// TxnOffsetCommit (API 28): offsets committed as part of producer `producer_id`'s
+/// transaction. v0-v2 carry no member: `generation_id` -1, `member_id` "".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsetCommitRequest {
+    pub group_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub generation_id: i32,
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub offsets: Vec<CommitOffset>,
+}
+
+/// One entry of a `__consumer_offsets` partition as the loader replays it: a keyed record
+/// (`producer_id` set when it came in a transactional batch) or a transaction marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadRecord {
+    Record {
+        producer_id: Option<i64>,
+        record: OffsetsRecord,
+    },
+    Marker {
+        producer_id: i64,
+        commit: bool,
+    },
+}
+
+impl From<OffsetsRecord> for LoadRecord {
+    fn from(record: OffsetsRecord) -> Self {
+        LoadRecord::Record {
+            producer_id: None,
+            record,
+        }
+    }
+}
+
 /// One partition of an OffsetCommit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitOffset {

@@ -37,3 +37,8 @@ pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 /// 86: OffsetDelete of a topic that a member of the (non-empty) group subscribes to.
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+/// COORDINATOR_NOT_AVAILABLE (a Dead group).
+pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+/// UNSTABLE_OFFSET_COMMIT: OffsetFetch with `require_stable` for a partition whose offset is
+/// part of an open transaction.
+pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;

@@ -43,6 +43,18 @@ impl JoinTimer {
 pub(crate) struct StoredOffset {
     pub committed: CommittedOffset,
     pub expire_timestamp: Option<i64>,
+    /// Where the commit's record stands in the partition's log order (the commit token at
+    /// run time, the record's index on load): a transactional offset is materialized by its
+    /// COMMIT marker only over an older one (Kafka compares the records' log offsets).
+    pub position: u64,
+}
+
+/// A transactional offset (TxnOffsetCommit) waiting for its transaction's marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PendingTxnOffset {
+    pub stored: StoredOffset,
+    /// The commit token of its write (a failed write drops the entries it added).
+    pub token: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +86,10 @@ pub(crate) struct Group {
     /// Offsets being written, by partition: the token of the latest commit of each (Kafka's
     /// `pendingOffsetCommits`). Invisible to OffsetFetch until the write completes.
     pub pending_offsets: BTreeMap<(String, i32), u64>,
+    /// Transactional offsets per producer id, invisible to OffsetFetch until the
+    /// transaction's COMMIT marker (Kafka's `pendingTransactionalOffsetCommits`); an ABORT
+    /// drops them.
+    pub pending_txn_offsets: BTreeMap<i64, BTreeMap<(String, i32), PendingTxnOffset>>,
     next_join_seq: u64,
 }
 
@@ -95,6 +111,7 @@ impl Group {
             subscribed_topics: None,
             offsets: BTreeMap::new(),
             pending_offsets: BTreeMap::new(),
+            pending_txn_offsets: BTreeMap::new(),
             next_join_seq: 0,
         }
     }

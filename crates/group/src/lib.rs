@@ -40,8 +40,8 @@ pub mod subscription;
 
 pub use api::{
     CommitOffset, CommittedOffset, GroupDescription, HeartbeatRequest, JoinMember, JoinRequest,
-    JoinResponse, MemberDescription, OffsetCommitRequest, OffsetsRecord, Output, RequestId,
-    SyncRequest, SyncResponse,
+    JoinResponse, LoadRecord, MemberDescription, OffsetCommitRequest, OffsetsRecord, Output,
+    RequestId, SyncRequest, SyncResponse, TxnOffsetCommitRequest,
 };
 pub use codec::CodecError;
 pub use config::GroupConfig;
@@ -50,7 +50,7 @@ pub use consumer_group::{
     ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, GroupTimeouts,
     TopicRegex, TopicsView,
 };
-pub use coordinator::{GroupCoordinator, MemberIdGenerator, OffsetCommit};
+pub use coordinator::{FetchedOffset, GroupCoordinator, MemberIdGenerator, OffsetCommit};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;
 pub use partitioner::partition_for_group;
 pub use state::GroupState;

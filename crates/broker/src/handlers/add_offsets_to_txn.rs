@@ -16,12 +16,18 @@ pub async fn handle(
     request: AddOffsetsToTxnRequest,
     version: i16,
 ) -> AddOffsetsToTxnResponse {
+    // The group's partition under the topic's partition count, or (not created yet: the
+    // client's FindCoordinator for the group creates it) under `offsets.topic.num.partitions`,
+    // as Kafka's `partitionFor` does.
     let partitions = broker
         .image()
         .topic(OFFSETS_TOPIC)
-        .map_or(0, |t| i32::try_from(t.partitions.len()).unwrap_or(0));
+        .map(|t| i32::try_from(t.partitions.len()).unwrap_or(0))
+        .unwrap_or_else(|| {
+            let configured = broker.config.get_i64("offsets.topic.num.partitions", 50);
+            i32::try_from(configured.max(1)).unwrap_or(i32::MAX)
+        });
     let code = if partitions == 0 {
-        // The group coordinator's topic does not exist yet; the client retries.
         COORDINATOR_NOT_AVAILABLE
     } else {
         let partition = runnel_group::partition_for_group(request.group_id.0.as_str(), partitions);

@@ -435,16 +435,20 @@ async fn fetch_group(
     broker: &Arc<Broker>,
     group: String,
     requested: Requested,
+    require_stable: bool,
 ) -> (i16, FetchedTopics) {
-    let (code, found) = broker.groups.fetch(group, requested.clone()).await;
+    let (code, found) = broker
+        .groups
+        .fetch(group, requested.clone(), require_stable)
+        .await;
     if code != 0 {
         return (code, Vec::new());
     }
     let mut topics: FetchedTopics = Vec::new();
-    for (topic, partition, committed) in found {
+    for (topic, partition, committed, pcode) in found {
         let entry = match committed {
-            Some(c) => (partition, c.offset, c.leader_epoch, c.metadata, 0),
-            None => (partition, -1, -1, String::new(), 0),
+            Some(c) => (partition, c.offset, c.leader_epoch, c.metadata, pcode),
+            None => (partition, -1, -1, String::new(), pcode),
         };
         match topics.iter_mut().find(|(t, _)| *t == topic) {
             Some((_, list)) => list.push(entry),
@@ -468,7 +472,13 @@ pub async fn offset_fetch(
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let (code, topics) = fetch_group(broker, g.group_id.0.to_string(), requested).await;
+            let (code, topics) = fetch_group(
+                broker,
+                g.group_id.0.to_string(),
+                requested,
+                request.require_stable,
+            )
+            .await;
             let topics = topics
                 .into_iter()
                 .map(|(name, partitions)| {
@@ -504,7 +514,14 @@ pub async fn offset_fetch(
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect()
     });
-    let (code, topics) = fetch_group(broker, request.group_id.0.to_string(), requested).await;
+    // require_stable exists from v7 (it decodes as false before).
+    let (code, topics) = fetch_group(
+        broker,
+        request.group_id.0.to_string(),
+        requested,
+        request.require_stable,
+    )
+    .await;
     let topics = topics
         .into_iter()
         .map(|(name, partitions)| {

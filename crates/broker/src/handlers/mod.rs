@@ -13,6 +13,7 @@ pub mod consumer_group;
 pub mod delete_records;
 pub mod describe_cluster;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
@@ -34,6 +35,7 @@ pub mod runnel_describe;
 pub mod scram_credentials;
 pub mod topics;
 pub mod txn_authz;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 use kafka_protocol::messages::TopicName;

@@ -7,6 +7,10 @@
 //!   CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED);
 //! * AddOffsetsToTxn: WRITE on the transactional id, READ on the group
 //!   (GROUP_AUTHORIZATION_FAILED); EndTxn: WRITE on the transactional id;
+//! * TxnOffsetCommit: WRITE on the transactional id (every partition
+//!   TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED),
+//!   READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
+//! * DescribeProducers: READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions);
 //! * WriteTxnMarkers: CLUSTER_ACTION on the cluster (every partition
 //!   CLUSTER_AUTHORIZATION_FAILED): only brokers write markers;
 //! * DescribeTransactions: DESCRIBE on each transactional id; ListTransactions lists only the
@@ -28,6 +32,7 @@ use kafka_protocol::messages::*;
 use runnel_metadata::acl::{AclOperation, ResourceType};
 
 use super::{add_offsets_to_txn, add_partitions_to_txn, describe_transactions, end_txn};
+use super::{describe_producers, txn_offset_commit};
 use super::{list_transactions, write_txn_markers};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
@@ -100,6 +105,41 @@ pub async fn add_offsets_to_txn(
             .with_error_code(code::GROUP_AUTHORIZATION_FAILED);
     }
     add_offsets_to_txn::handle(broker, request, version).await
+}
+
+pub async fn txn_offset_commit(
+    broker: &Arc<Broker>,
+    request: TxnOffsetCommitRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> TxnOffsetCommitResponse {
+    let all = if !may_write_txn(broker, ctx, &request.transactional_id) {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !broker.authorized_group(ctx, AclOperation::Read, &request.group_id) {
+        Some(code::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let refused = |topic: &str| {
+        all.or_else(|| {
+            (!broker.authorized_topic(ctx, AclOperation::Read, topic))
+                .then_some(code::TOPIC_AUTHORIZATION_FAILED)
+        })
+    };
+    txn_offset_commit::handle(broker, request, version, refused).await
+}
+
+pub async fn describe_producers(
+    broker: &Arc<Broker>,
+    request: DescribeProducersRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> DescribeProducersResponse {
+    let refused = |topic: &str| {
+        (!broker.authorized_topic(ctx, AclOperation::Read, topic))
+            .then_some(code::TOPIC_AUTHORIZATION_FAILED)
+    };
+    describe_producers::handle(broker, request, version, refused).await
 }
 
 pub async fn end_txn(

@@ -2,7 +2,8 @@
 //! each marker, append a COMMIT / ABORT control batch to every listed partition this broker
 //! leads ([`Partition::write_marker`]) and answer once the in-sync replicas have it (Kafka
 //! appends markers with acks=all), per partition. Markers of one request are written at the
-//! same time, under one deadline.
+//! same time, under one deadline. A marker on a `__consumer_offsets` partition also ends the
+//! producer's pending transactional offsets there (TxnOffsetCommit) before it is answered.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,6 +20,7 @@ use runnel_log::control::Marker;
 use super::{led_partition, topic_str};
 use crate::context::Broker;
 use crate::errors::code;
+use crate::group_manager::OFFSETS_TOPIC;
 use crate::partition::join_all;
 
 /// How long a marker waits for the ISR (Kafka: `request.timeout.ms`, 30000).
@@ -105,6 +107,14 @@ async fn write_one(
         .await;
     if let Some((code, _)) = super::produce::replicated_error(replicated) {
         return code;
+    }
+    if topic == OFFSETS_TOPIC {
+        // The group coordinator commits or drops the transaction's pending offsets before
+        // the marker is acknowledged (Kafka's `onTransactionCompleted`).
+        broker
+            .groups
+            .complete_transaction(index, marker.producer_id, marker.commit)
+            .await;
     }
     code::NONE
 }

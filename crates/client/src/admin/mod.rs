@@ -37,7 +37,7 @@ pub use runnel_metadata::{
     MetadataTree, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition, TreeTopic,
 };
 pub use topics::{NewPartitions, NewTopic};
-pub use transactions::{TransactionDescription, TransactionListing};
+pub use transactions::{ProducerDescription, TransactionDescription, TransactionListing};
 
 use crate::client::Client;
 

@@ -2,8 +2,13 @@
 //! ListTransactions from every broker (each knows only the transactional ids it coordinates),
 //! DescribeTransactions at the id's transaction coordinator (FindCoordinator key type 1).
 
+use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
 use kafka_protocol::messages::{
-    DescribeTransactionsRequest, ListTransactionsRequest, TransactionalId,
+    DescribeProducersRequest, DescribeTransactionsRequest, ListTransactionsRequest, ProducerId,
+    TopicName, TransactionalId, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -36,7 +41,121 @@ pub struct TransactionDescription {
     pub partitions: Vec<TopicPartition>,
 }
 
+/// One producer of a partition (DescribeProducers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerDescription {
+    pub producer_id: i64,
+    pub producer_epoch: i32,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    /// -1: none.
+    pub coordinator_epoch: i32,
+    /// -1: no open transaction.
+    pub current_txn_start_offset: i64,
+}
+
 impl Admin {
+    /// Aborts a (hanging) transaction on one partition, as Kafka's `Admin.abortTransaction`:
+    /// an ABORT marker for the producer, sent to the partition's leader with WriteTxnMarkers.
+    pub async fn abort_transaction(
+        &self,
+        topic: &str,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<()> {
+        self.client
+            .retry(
+                &format!("WriteTxnMarkers (abort) to {topic}-{partition}"),
+                || async {
+                    let meta = self
+                        .client
+                        .refresh_metadata(Some(&[topic.to_owned()]))
+                        .await?;
+                    let leader = meta.leader_for(topic, partition).ok_or_else(|| {
+                        ClientError::kafka(6, Some(format!("{topic}-{partition} has no leader")))
+                    })?;
+                    let conn = self.client.broker_connection(leader).await?;
+                    let marker = WritableTxnMarker::default()
+                        .with_producer_id(ProducerId(producer_id))
+                        .with_producer_epoch(producer_epoch)
+                        .with_transaction_result(false)
+                        .with_coordinator_epoch(coordinator_epoch)
+                        .with_topics(vec![WritableTxnMarkerTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                            .with_partition_indexes(vec![partition])]);
+                    let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
+                    let resp = conn.send(&req).await?;
+                    let code = resp
+                        .markers
+                        .iter()
+                        .flat_map(|m| &m.topics)
+                        .flat_map(|t| &t.partitions)
+                        .find(|p| p.partition_index == partition)
+                        .map(|p| p.error_code)
+                        .ok_or_else(|| {
+                            ClientError::Protocol(
+                                "WriteTxnMarkers answer without the partition".into(),
+                            )
+                        })?;
+                    ClientError::check(code, Some(&format!("{topic}-{partition}")))
+                },
+            )
+            .await
+    }
+
+    /// DescribeProducers of one partition at its leader.
+    pub async fn describe_producers(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<Vec<ProducerDescription>> {
+        self.client
+            .retry(
+                &format!("DescribeProducers of {topic}-{partition}"),
+                || async {
+                    let meta = self
+                        .client
+                        .refresh_metadata(Some(&[topic.to_owned()]))
+                        .await?;
+                    let leader = meta.leader_for(topic, partition).ok_or_else(|| {
+                        ClientError::kafka(6, Some(format!("{topic}-{partition} has no leader")))
+                    })?;
+                    let conn = self.client.broker_connection(leader).await?;
+                    let req = DescribeProducersRequest::default().with_topics(vec![
+                        TopicRequest::default()
+                            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+                            .with_partition_indexes(vec![partition]),
+                    ]);
+                    let resp = conn.send(&req).await?;
+                    let p = resp
+                        .topics
+                        .into_iter()
+                        .flat_map(|t| t.partitions)
+                        .find(|p| p.partition_index == partition)
+                        .ok_or_else(|| {
+                            ClientError::Protocol(
+                                "DescribeProducers answer without the partition".into(),
+                            )
+                        })?;
+                    ClientError::check(p.error_code, Some(&format!("{topic}-{partition}")))?;
+                    Ok(p.active_producers
+                        .into_iter()
+                        .map(|s| ProducerDescription {
+                            producer_id: s.producer_id.0,
+                            producer_epoch: s.producer_epoch,
+                            last_sequence: s.last_sequence,
+                            last_timestamp: s.last_timestamp,
+                            coordinator_epoch: s.coordinator_epoch,
+                            current_txn_start_offset: s.current_txn_start_offset,
+                        })
+                        .collect())
+                },
+            )
+            .await
+    }
+
     /// The transactions of every broker, optionally only those in `states`.
     pub async fn list_transactions(&self, states: &[String]) -> Result<Vec<TransactionListing>> {
         let meta = self.client.refresh_metadata(Some(&[])).await?;

@@ -5,15 +5,20 @@
 use std::collections::BTreeMap;
 
 use super::rebalance::prepare_rebalance;
+use super::txn_offsets::materialize;
 use super::GroupCoordinator;
-use crate::api::{JoinResponse, OffsetsRecord, Output, SyncResponse};
+use crate::api::{JoinResponse, LoadRecord, OffsetsRecord, Output, SyncResponse};
 use crate::codec::{self, GroupMetadataValue, OffsetsKey};
 use crate::errors::NOT_COORDINATOR;
-use crate::group::{Group, StoredOffset};
+use crate::group::{Group, PendingTxnOffset, StoredOffset};
 use crate::member::Member;
 use crate::state::GroupState;
 
 type LoadedOffsets = BTreeMap<String, BTreeMap<(String, i32), StoredOffset>>;
+/// Transactional offsets read so far, per producer id: (group, partition) -> offset.
+type PendingLoaded = BTreeMap<i64, BTreeMap<(String, (String, i32)), StoredOffset>>;
+/// One group's pending transactional offsets, per producer id.
+type TxnOffsets = BTreeMap<i64, BTreeMap<(String, i32), PendingTxnOffset>>;
 
 impl GroupCoordinator {
     /// Replays the records of one `__consumer_offsets` partition, in log order: the last
@@ -24,36 +29,86 @@ impl GroupCoordinator {
     /// same ids are replaced; call [`unload`](Self::unload) first to answer their parked
     /// requests.
     pub fn load(&mut self, now_ms: i64, records: impl IntoIterator<Item = OffsetsRecord>) {
+        self.load_log(now_ms, records.into_iter().map(LoadRecord::from));
+    }
+
+    /// [`Self::load`] of a partition's log with its transactions (Kafka's
+    /// `loadGroupsAndOffsets`): offsets from a transactional batch are pending under their
+    /// producer id until that producer's marker, which materializes them (COMMIT, over an
+    /// older committed offset only) or drops them (ABORT); those still without a marker stay
+    /// pending in their group, as before the failover.
+    pub fn load_log(&mut self, now_ms: i64, records: impl IntoIterator<Item = LoadRecord>) {
         let mut offsets: LoadedOffsets = BTreeMap::new();
         let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
-        for rec in records {
+        let mut pending: PendingLoaded = BTreeMap::new();
+        let mut position: u64 = 0;
+        for entry in records {
+            position += 1;
+            let (producer_id, rec) = match entry {
+                LoadRecord::Record {
+                    producer_id,
+                    record,
+                } => (producer_id, record),
+                LoadRecord::Marker {
+                    producer_id,
+                    commit,
+                } => {
+                    let done = pending.remove(&producer_id).unwrap_or_default();
+                    if commit {
+                        for ((group, tp), stored) in done {
+                            materialize(offsets.entry(group).or_default(), tp, stored);
+                        }
+                    }
+                    continue;
+                }
+            };
             match codec::decode_key(&rec.key) {
                 Ok(OffsetsKey::Offset {
                     group,
                     topic,
                     partition,
                 }) => {
-                    let entry = offsets.entry(group).or_default();
-                    match rec
+                    let decoded = rec
                         .value
                         .as_deref()
-                        .map(codec::decode_offset_value_with_expiry)
-                    {
-                        None => {
-                            entry.remove(&(topic, partition));
+                        .map(codec::decode_offset_value_with_expiry);
+                    let stored = match decoded {
+                        None => None,
+                        Some(Ok(v)) => Some(StoredOffset {
+                            committed: v.committed,
+                            expire_timestamp: v.expire_timestamp,
+                            position,
+                        }),
+                        Some(Err(e)) => {
+                            tracing::warn!(%e, "skipping undecodable offset value");
+                            continue;
                         }
-                        Some(Ok(v)) => {
-                            entry.insert(
-                                (topic, partition),
-                                StoredOffset {
-                                    committed: v.committed,
-                                    expire_timestamp: v.expire_timestamp,
-                                },
-                            );
+                    };
+                    match (producer_id, stored) {
+                        (Some(pid), Some(stored)) => {
+                            pending
+                                .entry(pid)
+                                .or_default()
+                                .insert((group, (topic, partition)), stored);
                         }
-                        Some(Err(e)) => tracing::warn!(%e, "skipping undecodable offset value"),
+                        // A transactional batch holds no tombstones.
+                        (Some(_), None) => {}
+                        (None, None) => {
+                            offsets
+                                .entry(group)
+                                .or_default()
+                                .remove(&(topic, partition));
+                        }
+                        (None, Some(stored)) => {
+                            offsets
+                                .entry(group)
+                                .or_default()
+                                .insert((topic, partition), stored);
+                        }
                     }
                 }
+                // Group metadata is never transactional.
+                Ok(OffsetsKey::Group { .. }) if producer_id.is_some() => {}
                 Ok(OffsetsKey::Group { group }) => {
                     match rec.value.as_deref().map(codec::decode_group_value) {
                         None => {
@@ -68,15 +123,30 @@ impl GroupCoordinator {
                 Err(e) => tracing::warn!(%e, "skipping undecodable __consumer_offsets key"),
             }
         }
+        // Positions are commit tokens from now on: later commits must order after them.
+        self.next_commit_token = self.next_commit_token.max(position.saturating_add(1));
+        let mut open: BTreeMap<String, TxnOffsets> = BTreeMap::new();
+        for (pid, entries) in pending {
+            for ((group, tp), stored) in entries {
+                let token = stored.position;
+                open.entry(group)
+                    .or_default()
+                    .entry(pid)
+                    .or_default()
+                    .insert(tp, PendingTxnOffset { stored, token });
+            }
+        }
 
         let mut ids: Vec<String> = metadata.keys().cloned().collect();
         ids.extend(offsets.keys().cloned());
+        ids.extend(open.keys().cloned());
         ids.sort();
         ids.dedup();
         for id in ids {
             let group_offsets = offsets.remove(&id).unwrap_or_default();
             let value = metadata.remove(&id).flatten();
-            if value.is_none() && group_offsets.is_empty() {
+            let group_pending = open.remove(&id).unwrap_or_default();
+            if value.is_none() && group_offsets.is_empty() && group_pending.is_empty() {
                 // Deleted (tombstoned group, all offsets tombstoned).
                 self.groups.remove(&id);
                 continue;
@@ -86,6 +156,7 @@ impl GroupCoordinator {
                 None => Group::new(id.clone(), now_ms),
             };
             g.offsets = group_offsets;
+            g.pending_txn_offsets = group_pending;
             if g.members.len() > self.config.max_size {
                 // Over capacity (the limit was lowered): rebalance so that only max_size
                 // members get back in (Kafka's onGroupLoaded).

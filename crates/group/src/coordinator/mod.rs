@@ -12,8 +12,10 @@ mod join;
 mod leave;
 mod load;
 mod offsets;
+mod txn_offsets;
 
 pub use offsets::OffsetCommit;
+pub use txn_offsets::FetchedOffset;
 mod rebalance;
 mod sync;
 mod timers;
@@ -36,6 +38,8 @@ pub struct GroupCoordinator {
     next_offset_expiry_ms: Option<i64>,
     /// Offset commits whose records are being written, by token: group and offsets.
     inflight_commits: std::collections::HashMap<u64, InflightCommit>,
+    /// TxnOffsetCommit writes in flight, by token: group, producer id, partitions.
+    inflight_txn_commits: std::collections::HashMap<u64, txn_offsets::InflightTxnCommit>,
     next_commit_token: u64,
 }
 
@@ -69,6 +73,7 @@ impl GroupCoordinator {
             new_member_suffix: generator,
             next_offset_expiry_ms: None,
             inflight_commits: std::collections::HashMap::new(),
+            inflight_txn_commits: std::collections::HashMap::new(),
             next_commit_token: 0,
         }
     }
@@ -99,6 +104,14 @@ impl GroupCoordinator {
         self.groups
             .get(group_id)
             .map(|g| (g.generation, g.leader.clone()))
+    }
+
+    /// The next commit token: tokens increase in the order commits are appended, so they
+    /// double as the commits' log order ([`crate::group::StoredOffset::position`]).
+    fn take_commit_token(&mut self) -> u64 {
+        let token = self.next_commit_token;
+        self.next_commit_token = self.next_commit_token.wrapping_add(1);
+        token
     }
 
     fn debug_check(&self) {

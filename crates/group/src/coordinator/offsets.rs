@@ -19,7 +19,7 @@ use crate::subscription::CONSUMER_PROTOCOL_TYPE;
 pub type PartitionCodes = Vec<(String, i32, i16)>;
 
 /// Offsets a commit accepted, stored once its records are written.
-type AcceptedOffsets = Vec<((String, i32), StoredOffset)>;
+pub(super) type AcceptedOffsets = Vec<((String, i32), StoredOffset)>;
 
 /// Group code, partition codes, records, accepted offsets.
 type CommitParts = (i16, PartitionCodes, Vec<OffsetsRecord>, AcceptedOffsets);
@@ -59,9 +59,9 @@ impl GroupCoordinator {
         req: &OffsetCommitRequest,
         max_batch_bytes: usize,
     ) -> OffsetCommit {
-        let (code, codes, records, accepted) = self.commit_inner(now_ms, req, max_batch_bytes);
-        let token = self.next_commit_token;
-        self.next_commit_token = self.next_commit_token.wrapping_add(1);
+        let token = self.take_commit_token();
+        let (code, codes, records, accepted) =
+            self.commit_inner(now_ms, req, max_batch_bytes, token);
         if !accepted.is_empty() {
             if let Some(g) = self.groups.get_mut(&req.group_id) {
                 for (tp, _) in &accepted {
@@ -88,6 +88,9 @@ impl GroupCoordinator {
     /// were deleted meanwhile: Kafka's `onOffsetCommitAppend`); either way they stop being
     /// pending. Unknown tokens (a reloaded coordinator) are ignored.
     pub fn complete_offset_commit(&mut self, token: u64, written: bool) {
+        if self.complete_txn_offset_write(token, written) {
+            return;
+        }
         let Some(commit) = self.inflight_commits.remove(&token) else {
             return;
         };
@@ -126,6 +129,7 @@ impl GroupCoordinator {
         now_ms: i64,
         req: &OffsetCommitRequest,
         max_batch_bytes: usize,
+        token: u64,
     ) -> CommitParts {
         let all = |code: i16| {
             let codes = req
@@ -158,7 +162,7 @@ impl GroupCoordinator {
         }
         if req.generation_id < 0 && g.is(GroupState::Empty) {
             let (codes, records, accepted) =
-                store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
+                store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes, token);
             return (NONE, codes, records, accepted);
         }
         let generation = g.generation;
@@ -173,7 +177,7 @@ impl GroupCoordinator {
             GroupState::Stable | GroupState::PreparingRebalance => {
                 m.refresh_session(now_ms);
                 let (codes, records, accepted) =
-                    store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes);
+                    store_offsets(cfg, g, now_ms, &req.offsets, max_batch_bytes, token);
                 (NONE, codes, records, accepted)
             }
             GroupState::CompletingRebalance => all(REBALANCE_IN_PROGRESS),
@@ -315,12 +319,13 @@ impl GroupCoordinator {
 /// Validates and stores offsets: 17 for a topic name that cannot be keyed, 12 for metadata
 /// longer than `offset.metadata.max.bytes` (UTF-16 units, like Java's `String.length`), and
 /// 28 for every valid partition when their records exceed `max_batch_bytes` (nothing stored).
-fn store_offsets(
+pub(super) fn store_offsets(
     cfg: &GroupConfig,
     g: &Group,
     now_ms: i64,
     offsets: &[CommitOffset],
     max_batch_bytes: usize,
+    token: u64,
 ) -> (PartitionCodes, Vec<OffsetsRecord>, AcceptedOffsets) {
     let mut codes = Vec::with_capacity(offsets.len());
     let mut records = Vec::new();
@@ -362,6 +367,7 @@ fn store_offsets(
             let stored = StoredOffset {
                 committed,
                 expire_timestamp: None,
+                position: token,
             };
             ((o.topic.clone(), o.partition), stored)
         })
@@ -406,7 +412,13 @@ fn remove_offsets(g: &mut Group, partitions: &[(String, i32)]) -> Vec<(String, i
         .iter()
         .filter(|k| {
             let pending = g.pending_offsets.remove(*k).is_some();
-            g.offsets.remove(*k).is_some() || pending
+            // Kafka's `removeOffsets` drops the partition's transactional offsets too.
+            let mut pending_txn = false;
+            for offsets in g.pending_txn_offsets.values_mut() {
+                pending_txn |= offsets.remove(*k).is_some();
+            }
+            g.pending_txn_offsets.retain(|_, o| !o.is_empty());
+            g.offsets.remove(*k).is_some() || pending || pending_txn
         })
         .cloned()
         .collect()
@@ -426,5 +438,8 @@ fn cleanup_group(
             value: None,
         });
     }
-    g.is(GroupState::Empty) && g.offsets.is_empty() && g.pending_offsets.is_empty()
+    g.is(GroupState::Empty)
+        && g.offsets.is_empty()
+        && g.pending_offsets.is_empty()
+        && g.pending_txn_offsets.is_empty()
 }

@@ -6,3 +6,4 @@ mod load;
 mod pending_commits;
 mod properties;
 mod scenarios;
+mod txn_offsets;

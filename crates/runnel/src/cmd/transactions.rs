@@ -1,9 +1,10 @@
-//! `runnel transactions`: kafka-transactions.sh's `list` and `describe --transactional-id`,
-//! with Kafka's column names and table layout (`ToolsUtils.prettyPrintTable`).
+//! `runnel transactions`: kafka-transactions.sh's `list`, `describe --transactional-id` and
+//! `describe-producers --topic --partition`, with Kafka's column names and table layout
+//! (`ToolsUtils.prettyPrintTable`).
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use runnel_client::admin::{TransactionDescription, TransactionListing};
+use runnel_client::admin::{ProducerDescription, TransactionDescription, TransactionListing};
 use runnel_client::Admin;
 
 use super::metadata_quorum::format::pretty_table;
@@ -26,6 +27,30 @@ pub enum TransactionsCommand {
         #[arg(long, value_name = "ID")]
         transactional_id: String,
     },
+    /// The producer state of one partition at its leader (DescribeProducers).
+    DescribeProducers {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: i32,
+    },
+    /// Abort a hanging transaction on one partition (an ABORT marker, WriteTxnMarkers): by
+    /// the start offset of the open transaction, or by producer id, epoch and coordinator
+    /// epoch.
+    Abort {
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partition: i32,
+        #[arg(long, conflicts_with_all = ["producer_id", "producer_epoch", "coordinator_epoch"])]
+        start_offset: Option<i64>,
+        #[arg(long, requires_all = ["producer_epoch", "coordinator_epoch"])]
+        producer_id: Option<i64>,
+        #[arg(long)]
+        producer_epoch: Option<i16>,
+        #[arg(long)]
+        coordinator_epoch: Option<i32>,
+    },
 }
 
 pub async fn run(args: TransactionsArgs) -> Result<()> {
@@ -37,6 +62,47 @@ pub async fn run(args: TransactionsArgs) -> Result<()> {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             describe_table(&admin.describe_transaction(&transactional_id).await?, now)
+        }
+        TransactionsCommand::DescribeProducers { topic, partition } => {
+            producers_table(&admin.describe_producers(&topic, partition).await?)
+        }
+        TransactionsCommand::Abort {
+            topic,
+            partition,
+            start_offset,
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+        } => {
+            let (pid, epoch, coordinator_epoch) = match (start_offset, producer_id) {
+                (Some(offset), _) => {
+                    // As kafka-transactions.sh: the producer whose open transaction starts there.
+                    let producers = admin.describe_producers(&topic, partition).await?;
+                    let p = producers
+                        .iter()
+                        .find(|p| p.current_txn_start_offset == offset)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "Could not find any open transactions starting at offset {offset} on partition {topic}-{partition}"
+                            )
+                        })?;
+                    let epoch = i16::try_from(p.producer_epoch)
+                        .map_err(|_| anyhow::anyhow!("producer epoch {} out of range", p.producer_epoch))?;
+                    (p.producer_id, epoch, p.coordinator_epoch.max(0))
+                }
+                (None, Some(pid)) => (
+                    pid,
+                    producer_epoch.unwrap_or_default(),
+                    coordinator_epoch.unwrap_or_default(),
+                ),
+                (None, None) => anyhow::bail!(
+                    "either --start-offset or --producer-id, --producer-epoch and --coordinator-epoch is required"
+                ),
+            };
+            admin
+                .abort_transaction(&topic, partition, pid, epoch, coordinator_epoch)
+                .await?;
+            String::new()
         }
     };
     print!("{out}");
@@ -59,6 +125,38 @@ fn list_table(rows: &[TransactionListing]) -> String {
                 t.coordinator.to_string(),
                 t.producer_id.to_string(),
                 t.state.clone(),
+            ]
+        })
+        .collect();
+    pretty_table(&headers, &rows)
+}
+
+fn producers_table(rows: &[ProducerDescription]) -> String {
+    let headers = [
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
+    .map(str::to_owned);
+    let rows: Vec<[String; 6]> = rows
+        .iter()
+        .map(|p| {
+            // Kafka prints "None" when no transaction is open.
+            let start = if p.current_txn_start_offset < 0 {
+                "None".to_string()
+            } else {
+                p.current_txn_start_offset.to_string()
+            };
+            [
+                p.producer_id.to_string(),
+                p.producer_epoch.to_string(),
+                p.coordinator_epoch.to_string(),
+                p.last_sequence.to_string(),
+                p.last_timestamp.to_string(),
+                start,
             ]
         })
         .collect();
@@ -137,5 +235,39 @@ mod tests {
             ..t
         };
         assert!(describe_table(&idle, 0).contains("None"));
+    }
+
+    #[test]
+    fn describe_producers_prints_kafkas_columns() {
+        let p = ProducerDescription {
+            producer_id: 9,
+            producer_epoch: 1,
+            last_sequence: 4,
+            last_timestamp: 77,
+            coordinator_epoch: -1,
+            current_txn_start_offset: -1,
+        };
+        let open = ProducerDescription {
+            current_txn_start_offset: 12,
+            coordinator_epoch: 3,
+            ..p.clone()
+        };
+        let out = producers_table(&[p, open]);
+        let lines: Vec<&str> = out.lines().collect();
+        let header: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(
+            header,
+            [
+                "ProducerId",
+                "ProducerEpoch",
+                "LatestCoordinatorEpoch",
+                "LastSequence",
+                "LastTimestamp",
+                "CurrentTransactionStartOffset"
+            ]
+        );
+        let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(cells(lines[1]), ["9", "1", "-1", "4", "77", "None"]);
+        assert_eq!(cells(lines[2]), ["9", "1", "3", "4", "77", "12"]);
     }
 }
