@@ -48,11 +48,8 @@ public final class Main {
         SCENARIOS.put("consumer-classic-static", ConsumerScenarios::classicStaticMembership);
         SCENARIOS.put("consumer-protocol-consumer", ConsumerScenarios::consumerProtocol);
         SCENARIOS.put("consumer-rebalance-no-loss", ConsumerScenarios::rebalancesWithCommitsNoLoss);
-<<<<<<< HEAD
         SCENARIOS.put("consumer-rack-fetch", RackScenarios::consumeWithRack);
-=======
         SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
->>>>>>> h/txn
     }
 
     private Main() {}
