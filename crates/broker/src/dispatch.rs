@@ -19,10 +19,10 @@ pub struct DispatchError(pub String);
 
 /// (api key, min version, max version) this broker implements (spec K.3).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 15),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 1, 12),
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 17),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 1, 13),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
