@@ -81,6 +81,18 @@ macro_rules! paste_request {
     (WriteTxnMarkers) => {
         WriteTxnMarkersRequest
     };
+    (UpdateFeatures) => {
+        UpdateFeaturesRequest
+    };
+    (GetTelemetrySubscriptions) => {
+        GetTelemetrySubscriptionsRequest
+    };
+    (PushTelemetry) => {
+        PushTelemetryRequest
+    };
+    (ListConfigResources) => {
+        ListConfigResourcesRequest
+    };
     (Produce) => {
         ProduceRequest
     };
@@ -287,6 +299,10 @@ requests!(
     DescribeAcls,
     CreateAcls,
     DeleteAcls,
+    UpdateFeatures,
+    GetTelemetrySubscriptions,
+    PushTelemetry,
+    ListConfigResources,
 );
 
 fn name(s: &'static str) -> TopicName {
