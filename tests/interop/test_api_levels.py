@@ -6,11 +6,13 @@ fail with INVALID_RECORD and the others with librdkafka's _INVALID_DIFFERENT_REC
 from __future__ import annotations
 
 import socket
+import subprocess
 import struct
 
 from confluent_kafka import KafkaError, Producer
 
 from clients import OP_TIMEOUT, ck_conf, create_topic, unique_topic
+from harness import RUNNEL_BIN
 
 API_VERSIONS = 18
 
@@ -89,3 +91,19 @@ def test_invalid_records_fail_one_by_one(broker):
     invalid = sum(1 for e in errors if e == KafkaError.INVALID_RECORD)
     assert invalid == 10, f"INVALID_RECORD for {invalid} records: {errors}"
     assert all(e is not None for e in errors), "the batch is refused as a whole"
+
+
+def test_features_describe_as_kafka_features_sh(broker):
+    out = subprocess.run(
+        [RUNNEL_BIN, "features", "--bootstrap-server", broker.bootstrap, "describe"],
+        capture_output=True, timeout=30, check=True,
+    ).stdout.decode().splitlines()
+    names = [line.split("\t")[0] for line in out]
+    assert names == ["Feature: group.version", "Feature: kraft.version",
+                     "Feature: metadata.version", "Feature: transaction.version"], out
+    mv = out[2].split("\t")
+    assert mv[1:4] == ["SupportedMinVersion: 3.3-IV3", "SupportedMaxVersion: 4.0-IV3",
+                       "FinalizedVersionLevel: 4.0-IV3"], out
+    assert out[0].split("\t")[3] == "FinalizedVersionLevel: 1"
+    assert out[3].split("\t")[1:4] == ["SupportedMinVersion: 0", "SupportedMaxVersion: 0",
+                                       "FinalizedVersionLevel: 0"]
