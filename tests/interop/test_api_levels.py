@@ -25,6 +25,7 @@ KAFKA_4X = {
     10: (0, 6),    # FindCoordinator
     11: (0, 9),    # JoinGroup
     13: (0, 5),    # LeaveGroup
+    8: (2, 9),     # OffsetCommit (v9: KIP-848 member epochs)
     15: (0, 6),    # DescribeGroups
     18: (0, 4),    # ApiVersions
     20: (1, 6),    # DeleteTopics

@@ -43,7 +43,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::SyncGroup, 0, 5),
-    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 8),
     (ApiKey::ListGroups, 0, 4),
     (ApiKey::DescribeGroups, 0, 6),

@@ -214,6 +214,7 @@ fn kafka_4x_levels() {
         (ApiKey::DescribeQuorum, 0, 2),
         (ApiKey::ConsumerGroupDescribe, 0, 1),
         (ApiKey::DeleteTopics, 1, 6),
+        (ApiKey::OffsetCommit, 2, 9),
         (ApiKey::UpdateFeatures, 0, 2),
         (ApiKey::GetTelemetrySubscriptions, 0, 0),
         (ApiKey::PushTelemetry, 0, 0),
