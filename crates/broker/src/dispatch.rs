@@ -19,11 +19,11 @@ pub struct DispatchError(pub String);
 
 /// (api key, min version, max version) this broker implements (spec K.3).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 15),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 1, 12),
-    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 17),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 1, 13),
+    (ApiKey::ApiVersions, 0, 4),
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
@@ -31,32 +31,32 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DeleteRecords, 0, 2),
-    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
-    (ApiKey::DescribeCluster, 0, 1),
-    (ApiKey::FindCoordinator, 0, 4),
-    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
     (ApiKey::Heartbeat, 0, 4),
-    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::SyncGroup, 0, 5),
-    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 8),
     (ApiKey::ListGroups, 0, 4),
-    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
-    (ApiKey::DescribeQuorum, 0, 1),
+    (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::ElectLeaders, 0, 2),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
-    (ApiKey::ConsumerGroupDescribe, 0, 0),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::AddPartitionsToTxn, 0, 5),
@@ -71,6 +71,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::UpdateFeatures, 0, 2),
+    (ApiKey::GetTelemetrySubscriptions, 0, 0),
+    (ApiKey::PushTelemetry, 0, 0),
+    (ApiKey::ListConfigResources, 0, 1),
 ];
 
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -383,6 +387,18 @@ async fn route(
                 handlers::txn_authz::write_txn_markers
             )
         }
+        ApiKey::UpdateFeatures => {
+            call_ctx!(UpdateFeaturesRequest, handlers::features::update_features)
+        }
+        ApiKey::GetTelemetrySubscriptions => call_ctx!(
+            GetTelemetrySubscriptionsRequest,
+            handlers::telemetry::get_subscriptions
+        ),
+        ApiKey::PushTelemetry => call_ctx!(PushTelemetryRequest, handlers::telemetry::push),
+        ApiKey::ListConfigResources => call_ctx!(
+            ListConfigResourcesRequest,
+            handlers::list_config_resources::handle
+        ),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
 }
@@ -416,3 +432,7 @@ async fn runnel_describe(
     out.extend_from_slice(&json);
     Ok(out.freeze())
 }
+
+#[cfg(test)]
+#[path = "dispatch_tests.rs"]
+mod tests;

@@ -317,6 +317,18 @@ impl Partition {
         node_id: i32,
         acks: i16,
     ) -> Result<Appended, (i16, String)> {
+        self.append_as_leader_reporting(records, node_id, acks)
+            .map_err(|(code, message, _)| (code, message))
+    }
+
+    /// [`Self::append_as_leader`], with the records refused for their content (Produce v8+
+    /// `record_errors`, KIP-467) when the batch is refused for them.
+    pub fn append_as_leader_reporting(
+        &self,
+        records: &[u8],
+        node_id: i32,
+        acks: i16,
+    ) -> Result<Appended, (i16, String, Vec<validate::RecordError>)> {
         self.append_leader(records, node_id, acks, true)
     }
 
@@ -329,6 +341,7 @@ impl Partition {
         node_id: i32,
     ) -> Result<Appended, (i16, String)> {
         self.append_leader(records, node_id, 1, false)
+            .map_err(|(code, message, _)| (code, message))
     }
 
     fn append_leader(
@@ -337,24 +350,38 @@ impl Partition {
         node_id: i32,
         acks: i16,
         check_sequences: bool,
-    ) -> Result<Appended, (i16, String)> {
+    ) -> Result<Appended, (i16, String, Vec<validate::RecordError>)> {
+        let no_records = |(code, message)| (code, message, Vec::new());
         let role = self.role();
         if role.leader != node_id {
-            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
+            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new(), Vec::new()));
         }
         // acks=all is refused before anything is written when the committed ISR is too small
         // (spec E.4, `runnel_replication::acks`).
         if acks == -1 {
             self.can_accept_acks_all(&role)
-                .map_err(|e| (code::NOT_ENOUGH_REPLICAS, e.to_string()))?;
+                .map_err(|e| (code::NOT_ENOUGH_REPLICAS, e.to_string(), Vec::new()))?;
         }
         let max = role.config.max_message_bytes.max(0) as usize;
-        // Headers and every record (streamed, bounded decompression; keys on compacted topics).
-        let rules = validate::RecordRules::new(role.config.compacts());
-        let headers = validate::validate_produce(records, max, rules)
-            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        // Headers and every record (streamed, bounded decompression; keys on compacted topics;
+        // on CreateTime topics each record's timestamp against KIP-937's bounds).
+        let mut rules = validate::RecordRules::new(role.config.compacts());
         if role.config.message_timestamp_type != "LogAppendTime" {
-            check_timestamps(&headers, &role.config, now_ms())?;
+            rules = rules.with_timestamp_bounds(
+                now_ms(),
+                role.config.message_timestamp_before_max_ms,
+                role.config.message_timestamp_after_max_ms,
+            );
+        }
+        let headers = validate::validate_produce(records, max, rules).map_err(|e| {
+            let record_errors = e.record_errors().to_vec();
+            (e.kafka_error_code(), e.to_string(), record_errors)
+        })?;
+        // The headers' own first and max timestamps too: the records passed, so only a batch
+        // whose header disagrees with its records (forged) can fail here; the header's max
+        // timestamp feeds the time index and retention.
+        if role.config.message_timestamp_type != "LogAppendTime" {
+            check_timestamps(&headers, &role.config, now_ms()).map_err(no_records)?;
         }
         // LogAppendTime topics: the broker's clock replaces the producer's (a copy, because the
         // CRC must change); every other topic stores the producer's bytes untouched.
@@ -390,9 +417,11 @@ impl Partition {
                     duplicate_of = Some((first_offset, h.last_offset_delta));
                 }
                 SequenceCheck::Duplicate { .. } => {
-                    return Err((code::DUPLICATE_SEQUENCE_NUMBER, String::new()))
+                    return Err((code::DUPLICATE_SEQUENCE_NUMBER, String::new(), Vec::new()))
                 }
-                SequenceCheck::Reject { error_code } => return Err((error_code, String::new())),
+                SequenceCheck::Reject { error_code } => {
+                    return Err((error_code, String::new(), Vec::new()))
+                }
             }
         }
         if let Some((first_offset, delta)) = duplicate_of {
@@ -407,7 +436,7 @@ impl Partition {
         }
         let info: AppendInfo = log
             .append(records, &headers, role.leader_epoch)
-            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+            .map_err(|e| (e.kafka_error_code(), e.to_string(), Vec::new()))?;
         record_producers(&mut producers, &headers, info.first_offset);
         snapshot_on_roll(&mut log, &producers);
         drop(producers);

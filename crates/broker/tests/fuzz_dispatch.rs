@@ -87,6 +87,18 @@ macro_rules! paste_request {
     (WriteTxnMarkers) => {
         WriteTxnMarkersRequest
     };
+    (UpdateFeatures) => {
+        UpdateFeaturesRequest
+    };
+    (GetTelemetrySubscriptions) => {
+        GetTelemetrySubscriptionsRequest
+    };
+    (PushTelemetry) => {
+        PushTelemetryRequest
+    };
+    (ListConfigResources) => {
+        ListConfigResourcesRequest
+    };
     (Produce) => {
         ProduceRequest
     };
@@ -303,6 +315,10 @@ requests!(
     DescribeAcls,
     CreateAcls,
     DeleteAcls,
+    UpdateFeatures,
+    GetTelemetrySubscriptions,
+    PushTelemetry,
+    ListConfigResources,
 );
 
 fn name(s: &'static str) -> TopicName {

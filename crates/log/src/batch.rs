@@ -48,6 +48,10 @@ pub enum BatchError {
     /// A record inside the batch is malformed (see [`crate::validate`]).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// Records refused for their content, each with its index in the batch (KIP-467); the
+    /// batch is refused as a whole, as Kafka's `RecordValidationException`.
+    #[error("{}", record_errors_message(.0))]
+    RecordErrors(Vec<crate::validate::RecordError>),
     /// The compressed records could not be decompressed, or inflate beyond the limit.
     #[error(transparent)]
     Decompress(#[from] crate::compression::DecompressError),
@@ -67,8 +71,33 @@ impl BatchError {
             | BatchError::InvalidRecord(_) => 87, // INVALID_RECORD
             BatchError::TooLarge { .. } => 10, // MESSAGE_TOO_LARGE
             BatchError::Decompress(e) => e.kafka_error_code(),
+            // Any timestamp error makes the whole batch INVALID_TIMESTAMP (Kafka's
+            // `processRecordErrors`).
+            BatchError::RecordErrors(errors) if errors.iter().any(|e| e.timestamp) => 32,
+            BatchError::RecordErrors(_) => 87, // INVALID_RECORD
         }
     }
+
+    /// The per-record errors (empty for a batch-level error).
+    pub fn record_errors(&self) -> &[crate::validate::RecordError] {
+        match self {
+            BatchError::RecordErrors(errors) => errors,
+            _ => &[],
+        }
+    }
+}
+
+/// The batch-level message Kafka gives with per-record errors.
+fn record_errors_message(errors: &[crate::validate::RecordError]) -> String {
+    if errors.iter().any(|e| e.timestamp) {
+        return "One or more records have been rejected due to invalid timestamp".into();
+    }
+    let shown: Vec<String> = errors.iter().take(3).map(|e| e.to_string()).collect();
+    format!(
+        "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+        errors.len(),
+        shown.join(", ")
+    )
 }
 
 /// The fixed header of a v2 record batch (all fields big-endian on the wire).

@@ -15,8 +15,16 @@
 //! * offset deltas are 0, 1, .., `lastOffsetDelta` (strictly increasing and dense: with
 //!   `recordCount == lastOffsetDelta + 1` nothing else fits);
 //! * exactly `recordCount` records, no trailing bytes;
-//! * header keys are never null; on a compacted topic every record has a key;
+//! * header keys are never null;
 //! * a compressed stream that cannot be decoded is CORRUPT_MESSAGE (2).
+//!
+//! Two rules concern a record's content rather than its framing and are reported *per record*,
+//! as Kafka's `LogValidator` does (KIP-467): every offending record of the batch is listed with
+//! its index in the batch ([`RecordError`]) and the walk goes on to the end of the batch:
+//! * on a compacted topic every record has a key (INVALID_RECORD);
+//! * on a CreateTime topic a record's timestamp (unless -1) lies within
+//!   `message.timestamp.before.max.ms` / `after.max.ms` of the broker's clock (INVALID_TIMESTAMP;
+//!   a missing key is reported first, as Kafka's `validateKey` runs before `validateTimestamp`).
 
 use std::io::{self, Read};
 
@@ -36,6 +44,30 @@ pub struct RecordRules {
     pub require_keys: bool,
     /// Most bytes a batch's records may take decompressed.
     pub max_decompressed_bytes: usize,
+    /// CreateTime topics: the inclusive window `[earliest, latest]` a record's timestamp must
+    /// fall in (the broker's clock minus `message.timestamp.before.max.ms`, plus
+    /// `message.timestamp.after.max.ms`); `None` checks no timestamps.
+    pub timestamp_window: Option<(i64, i64)>,
+}
+
+/// One record refused for its content (Produce v8+ `record_errors`, KIP-467).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    /// The record's index within its batch (0-based).
+    pub batch_index: i32,
+    pub message: String,
+    /// INVALID_TIMESTAMP rather than INVALID_RECORD.
+    pub timestamp: bool,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "RecordError(batchIndex={}, message='{}')",
+            self.batch_index, self.message
+        )
+    }
 }
 
 impl RecordRules {
@@ -43,7 +75,22 @@ impl RecordRules {
         RecordRules {
             require_keys,
             max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
+            timestamp_window: None,
         }
+    }
+
+    /// Checks record timestamps against `now` (a CreateTime topic's rule, KIP-937 bounds).
+    pub fn with_timestamp_bounds(
+        mut self,
+        now: i64,
+        before_max_ms: i64,
+        after_max_ms: i64,
+    ) -> Self {
+        self.timestamp_window = Some((
+            now.saturating_sub(before_max_ms.max(0)),
+            now.saturating_add(after_max_ms.max(0)),
+        ));
+        self
     }
 }
 
@@ -88,16 +135,23 @@ pub fn validate_records(
             "record count {count} cannot fit in {capacity} bytes of records"
         )));
     }
+    let mut errors = Vec::new();
     if codec == 0 {
         let mut src = SliceSource { data: area, pos: 0 };
-        walk(&mut src, count, rules)?;
-        return src.expect_end();
+        walk(&mut src, count, rules, header.base_timestamp, &mut errors)?;
+        src.expect_end()?;
+    } else {
+        let stream = compression::decoder(codec, area, rules.max_decompressed_bytes)
+            .map_err(BatchError::Decompress)?;
+        let mut src = StreamSource::new(stream, codec);
+        walk(&mut src, count, rules, header.base_timestamp, &mut errors)?;
+        src.expect_end()?;
     }
-    let stream = compression::decoder(codec, area, rules.max_decompressed_bytes)
-        .map_err(BatchError::Decompress)?;
-    let mut src = StreamSource::new(stream, codec);
-    walk(&mut src, count, rules)?;
-    src.expect_end()
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(BatchError::RecordErrors(errors))
+    }
 }
 
 fn count_error(h: &BatchHeader) -> BatchError {
@@ -239,8 +293,15 @@ fn varint(src: &mut dyn Source) -> Result<i32, BatchError> {
     i32::try_from(varlong(src, 5)?).map_err(|_| invalid("varint out of range"))
 }
 
-/// Walks exactly `count` records.
-fn walk(src: &mut dyn Source, count: usize, rules: RecordRules) -> Result<(), BatchError> {
+/// Walks exactly `count` records; records refused for their content are added to `errors`
+/// (framing errors end the walk).
+fn walk(
+    src: &mut dyn Source,
+    count: usize,
+    rules: RecordRules,
+    base_timestamp: i64,
+    errors: &mut Vec<RecordError>,
+) -> Result<(), BatchError> {
     for index in 0..count {
         let length = i64::from(varint(src)?);
         if length < MIN_RECORD_BODY {
@@ -258,7 +319,7 @@ fn walk(src: &mut dyn Source, count: usize, rules: RecordRules) -> Result<(), Ba
         };
         src.next_byte()?
             .ok_or_else(|| invalid("record extends beyond the batch"))?; // attributes
-        varlong(src, 10)?; // timestamp delta
+        let timestamp_delta = varlong(src, 10)?;
         let offset_delta = varint(src)?;
         if usize::try_from(offset_delta).ok() != Some(index) {
             return Err(invalid(format!(
@@ -266,11 +327,31 @@ fn walk(src: &mut dyn Source, count: usize, rules: RecordRules) -> Result<(), Ba
             )));
         }
         let key_length = varint(src)?;
+        // `index < count <= i32::MAX` (the header's count is an i32).
+        let batch_index = i32::try_from(index).unwrap_or(i32::MAX);
         if key_length >= 0 {
             let n = fits(src, i64::from(key_length))?;
             src.skip(n)?;
         } else if rules.require_keys {
-            return Err(invalid("Compacted topic cannot accept message without key"));
+            errors.push(RecordError {
+                batch_index,
+                message: "Compacted topic cannot accept message without key".into(),
+                timestamp: false,
+            });
+        }
+        if let Some((earliest, latest)) = rules.timestamp_window {
+            let timestamp = base_timestamp.wrapping_add(timestamp_delta);
+            let keyed = key_length >= 0 || !rules.require_keys;
+            if keyed && timestamp != -1 && !(earliest..=latest).contains(&timestamp) {
+                errors.push(RecordError {
+                    batch_index,
+                    message: format!(
+                        "Timestamp {timestamp} of message with offset {index} is out of range. \
+                         The timestamp should be within [{earliest}, {latest}]"
+                    ),
+                    timestamp: true,
+                });
+            }
         }
         let value_length = varint(src)?;
         if value_length >= 0 {

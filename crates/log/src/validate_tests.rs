@@ -146,11 +146,55 @@ fn compacted_topics_need_keys_in_every_codec() {
         );
         let e = check(&b, true).unwrap_err();
         assert!(
-            matches!(e, BatchError::InvalidRecord(ref m) if m.contains("without key")),
+            matches!(e, BatchError::RecordErrors(ref r) if r.len() == 1 && r[0].batch_index == 1 && r[0].message.contains("without key")),
             "{c:?}: {e:?}"
         );
         assert_eq!(e.kafka_error_code(), 87);
     }
+}
+
+/// librdkafka's 0011_produce_batch: every keyless record of a batch to a compacted topic is
+/// reported with its index (KIP-467), not just the first; the batch is INVALID_RECORD.
+#[test]
+fn every_keyless_record_is_reported_with_its_batch_index() {
+    for c in CODECS {
+        let records: Vec<Record> = (0..50)
+            .map(|i| {
+                let key = (i % 5 != 0).then(|| format!("k{i}").into_bytes());
+                record(i, key, Some(vec![1; 3]), 1)
+            })
+            .collect();
+        let e = check(&encode(&records, c), true).unwrap_err();
+        let indexes: Vec<i32> = e.record_errors().iter().map(|r| r.batch_index).collect();
+        assert_eq!(indexes, (0..50).step_by(5).collect::<Vec<i32>>(), "{c:?}");
+        assert_eq!(e.kafka_error_code(), 87);
+        assert!(e.to_string().contains("10 record errors"), "{e}");
+    }
+}
+
+/// Per-record timestamps (base + delta) against the window; any out-of-range record makes
+/// the batch INVALID_TIMESTAMP, and a keyless record reports its key error instead.
+#[test]
+fn timestamps_out_of_the_window_are_reported_per_record() {
+    // record(i) has timestamp 1000 + i.
+    let records: Vec<Record> = (0..6)
+        .map(|i| record(i, (i != 5).then(|| b"k".to_vec()), None, 0))
+        .collect();
+    let b = encode(&records, Compression::None);
+    let rules = RecordRules::new(false).with_timestamp_bounds(1_002, 0, 1);
+    let e = validate_produce(&b, usize::MAX, rules).unwrap_err();
+    let indexes: Vec<i32> = e.record_errors().iter().map(|r| r.batch_index).collect();
+    assert_eq!(indexes, vec![0, 1, 4, 5]);
+    assert!(e.record_errors().iter().all(|r| r.timestamp));
+    assert_eq!(e.kafka_error_code(), 32, "INVALID_TIMESTAMP");
+    let keyed = RecordRules::new(true).with_timestamp_bounds(1_002, 0, 1);
+    let e = validate_produce(&b, usize::MAX, keyed).unwrap_err();
+    let r = e.record_errors();
+    assert_eq!(r.len(), 4);
+    assert!(!r[3].timestamp && r[3].batch_index == 5, "{r:?}");
+    // Inside the window: accepted.
+    let wide = RecordRules::new(false).with_timestamp_bounds(1_002, 10, 10);
+    validate_produce(&b, usize::MAX, wide).unwrap();
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod acl;
 pub mod controller;
 pub mod dynamic_broker_config;
 pub mod errors;
+pub mod features;
 pub mod group_config;
 pub mod image;
 pub mod placement;

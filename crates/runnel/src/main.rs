@@ -52,6 +52,8 @@ enum Command {
     DeleteRecords(cmd::delete_records::DeleteRecordsArgs),
     /// Describe the brokers' log directories as JSON (kafka-log-dirs.sh --describe).
     LogDirs(cmd::log_dirs::LogDirsArgs),
+    /// Describe the supported and finalized features (kafka-features.sh describe).
+    Features(cmd::features::FeaturesArgs),
 }
 
 fn init_tracing() {
@@ -86,6 +88,7 @@ async fn main() -> ExitCode {
         Command::DeleteRecords(args) => cmd::delete_records::run(args).await,
         Command::LogDirs(args) => cmd::log_dirs::run(args).await,
         Command::Transactions(args) => cmd::transactions::run(args).await,
+        Command::Features(args) => cmd::features::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
@@ -366,4 +366,63 @@ fn compacted_topics_refuse_records_without_keys() {
     );
     let keyed = batch(&[(Some("k"), "a"), (Some("k"), "b")], Compression::Lz4);
     assert_eq!(wire.produce("compacted", 0, keyed, 1), (0, 0));
+}
+
+/// librdkafka's 0011_produce_batch (`invalid_record_fail_cnt == 10`): every keyless record of
+/// a batch to a compacted topic comes back in `record_errors` with its index (Produce v8+,
+/// KIP-467), the batch is INVALID_RECORD and nothing is stored. Before v8 there is no such field.
+#[test]
+fn produce_reports_every_invalid_record_with_its_batch_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.create_topic("compacted", 1, 1, &[("cleanup.policy", "compact")])
+            .0,
+        0
+    );
+    let keys: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    let records: Vec<(Option<&str>, &str)> = (0..100)
+        .map(|i| ((i % 10 != 3).then_some(keys[i].as_str()), "v"))
+        .collect();
+    let keyless = batch(&records, Compression::Snappy);
+    let request = |records: Bytes| {
+        ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("compacted")))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(records)),
+                ])])
+    };
+    for version in [8, 9, 11] {
+        let resp: ProduceResponse = wire.call(ApiKey::Produce, version, &request(keyless.clone()));
+        let p = &resp.responses[0].partition_responses[0];
+        assert_eq!(p.error_code, 87, "v{version}: INVALID_RECORD");
+        let indexes: Vec<i32> = p.record_errors.iter().map(|e| e.batch_index).collect();
+        assert_eq!(
+            indexes,
+            (3..100).step_by(10).collect::<Vec<i32>>(),
+            "v{version}: one entry per keyless record"
+        );
+        assert!(p.record_errors.iter().all(|e| e
+            .batch_index_error_message
+            .as_ref()
+            .is_some_and(|m| m.contains("without key"))));
+        assert!(p
+            .error_message
+            .as_ref()
+            .is_some_and(|m| m.contains("10 record errors")));
+    }
+    let resp: ProduceResponse = wire.call(ApiKey::Produce, 7, &request(keyless));
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 87);
+    assert!(p.record_errors.is_empty());
+    assert!(
+        wire.fetch_all("compacted", 0, 0).is_empty(),
+        "nothing stored"
+    );
 }

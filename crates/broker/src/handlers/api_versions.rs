@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use crate::context::Broker;
@@ -33,7 +35,7 @@ fn valid_software_field(s: &str) -> bool {
 }
 
 pub async fn handle(
-    _broker: &Arc<Broker>,
+    broker: &Arc<Broker>,
     request: ApiVersionsRequest,
     version: i16,
 ) -> ApiVersionsResponse {
@@ -44,9 +46,43 @@ pub async fn handle(
     {
         error_code = code::INVALID_REQUEST;
     }
-    ApiVersionsResponse::default()
+    let response = ApiVersionsResponse::default()
         .with_error_code(error_code)
-        .with_api_keys(api_keys())
+        .with_api_keys(api_keys());
+    if version < 3 {
+        return response;
+    }
+    with_features(response, &broker.image(), version)
+}
+
+/// v3+: the supported feature ranges and the finalized levels (KIP-584, `runnel_metadata::features`).
+fn with_features(
+    response: ApiVersionsResponse,
+    image: &runnel_metadata::image::MetadataImage,
+    version: i16,
+) -> ApiVersionsResponse {
+    use runnel_metadata::features;
+    let supported = features::supported_for(version)
+        .map(|f| {
+            SupportedFeatureKey::default()
+                .with_name(super::str_bytes(f.name))
+                .with_min_version(f.min)
+                .with_max_version(f.max)
+        })
+        .collect();
+    let finalized = features::finalized(&image.features)
+        .into_iter()
+        .map(|(name, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(super::str_bytes(&name))
+                .with_min_version_level(level)
+                .with_max_version_level(level)
+        })
+        .collect();
+    response
+        .with_supported_features(supported)
+        .with_finalized_features_epoch(image.offset.max(0))
+        .with_finalized_features(finalized)
 }
 
 /// The answer to an ApiVersions version we do not support: the v0 layout with

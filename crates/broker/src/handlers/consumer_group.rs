@@ -88,8 +88,11 @@ fn described(
 pub async fn describe(
     broker: &Arc<Broker>,
     request: ConsumerGroupDescribeRequest,
-    _version: i16,
+    version: i16,
 ) -> ConsumerGroupDescribeResponse {
+    // v1 (KIP-1099): each member's protocol; every member of a consumer group here joined
+    // with ConsumerGroupHeartbeat (1 = consumer; 0 would be a classic member).
+    let member_type: i8 = if version >= 1 { 1 } else { -1 };
     let ids = request.group_ids.iter().map(|g| g.0.to_string()).collect();
     let groups = broker
         .groups
@@ -119,6 +122,7 @@ pub async fn describe(
                         )
                         .with_assignment(described(&m.assignment))
                         .with_target_assignment(described(&m.target_assignment))
+                        .with_member_type(member_type)
                 })
                 .collect();
             DescribedGroup::default()

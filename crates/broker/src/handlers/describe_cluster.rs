@@ -5,7 +5,8 @@
 //! active controller. Asking a
 //! broker listener for the controllers (endpoint type 2, KIP-919) is MISMATCHED_ENDPOINT_TYPE,
 //! as in Kafka, where only a controller listener describes the controllers; Runnel's
-//! controller listener speaks the quorum's protocol, not Kafka's.
+//! controller listener speaks the quorum's protocol, not Kafka's. v2 (KIP-1073) lists fenced
+//! brokers too when asked (`include_fenced_brokers`), each with `is_fenced`.
 
 use std::sync::Arc;
 
@@ -34,20 +35,30 @@ pub async fn handle(
         return refusal;
     }
     let image = broker.image();
+    // v2 (KIP-1073): `include_fenced_brokers` adds the registered but fenced brokers, marked.
+    let with_fenced = version >= 2 && request.include_fenced_brokers;
     let brokers: Vec<DescribeClusterBroker> = image
-        .live_brokers()
+        .brokers
+        .values()
+        .filter(|b| with_fenced || !b.fenced)
         .map(|b| {
             let (host, port) = broker.endpoint_of(b, &ctx.listener);
-            DescribeClusterBroker::default()
+            let d = DescribeClusterBroker::default()
                 .with_broker_id(BrokerId(b.id))
                 .with_host(str_bytes(&host))
                 .with_port(i32::from(port))
-                .with_rack(b.rack.as_deref().map(str_bytes))
+                .with_rack(b.rack.as_deref().map(str_bytes));
+            if version >= 2 {
+                d.with_is_fenced(b.fenced)
+            } else {
+                d
+            }
         })
         .collect();
-    // As Kafka: a controller id the broker list does not hold is answered as -1.
+    // As Kafka: a controller id the broker list does not hold (or only as fenced) is -1.
+    let live = |id: i32| image.live_brokers().any(|b| b.id == id);
     let controller_id = broker.controller_id();
-    let controller_id = if brokers.iter().any(|b| b.broker_id.0 == controller_id) {
+    let controller_id = if live(controller_id) {
         controller_id
     } else {
         -1

@@ -1,10 +1,14 @@
 //! DescribeQuorum (API 55): the metadata quorum as kafka-metadata-quorum.sh shows it. Brokers
 //! ask the active controller (only the quorum leader knows every replica's progress); a single
-//! node describes itself as a one-voter quorum.
+//! node describes itself as a one-voter quorum. v2 (KIP-853) adds `nodes`: each voter's
+//! endpoint from `controller.quorum.voters`, on Kafka's default controller listener name
+//! `CONTROLLER` (Runnel's voters are static, so every replica directory id is the zero id).
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
+use kafka_protocol::messages::describe_quorum_response::{
+    Listener, Node, PartitionData, ReplicaState, TopicData,
+};
 use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
 
 use super::{str_bytes, topic_name};
@@ -88,7 +92,34 @@ pub async fn handle(
             }
         }
     };
-    DescribeQuorumResponse::default().with_topics(vec![TopicData::default()
+    let response = DescribeQuorumResponse::default().with_topics(vec![TopicData::default()
         .with_topic_name(topic_name(METADATA_TOPIC))
-        .with_partitions(vec![partition.with_partition_index(0)])])
+        .with_partitions(vec![partition.with_partition_index(0)])]);
+    if version >= 2 {
+        response.with_nodes(voter_nodes(broker))
+    } else {
+        response
+    }
+}
+
+/// The voters' endpoints (`id@host:port`), for v2's `nodes`.
+fn voter_nodes(broker: &Broker) -> Vec<Node> {
+    let Some(cluster) = broker.config.cluster.as_ref() else {
+        return Vec::new();
+    };
+    cluster
+        .voters
+        .iter()
+        .filter_map(|(&id, addr)| {
+            let (host, port) = addr.rsplit_once(':')?;
+            let port: u16 = port.parse().ok()?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            Some(Node::default().with_node_id(BrokerId(id)).with_listeners(
+                vec![Listener::default()
+                        .with_name(str_bytes("CONTROLLER"))
+                        .with_host(str_bytes(host))
+                        .with_port(port)],
+            ))
+        })
+        .collect()
 }

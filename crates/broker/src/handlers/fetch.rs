@@ -29,7 +29,7 @@ use std::time::Duration;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{
     AbortedTransaction, EpochEndOffset as FetchEpochEndOffset, FetchableTopicResponse,
-    PartitionData,
+    LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use runnel_log::{LogError, ReadPlan, ReadResult};
@@ -188,7 +188,52 @@ pub async fn handle(
 ) -> FetchResponse {
     let refused = super::fetch_authz::take_refused(broker, ctx, &mut request, version);
     let response = fetch(broker, request, version).await;
-    super::fetch_authz::answer_refused(response, refused, version)
+    let mut response = super::fetch_authz::answer_refused(response, refused, version);
+    if version >= 16 {
+        add_leader_hints(broker, &mut response, version, &ctx.listener);
+    }
+    response
+}
+
+/// KIP-951 (v16+): a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names
+/// the current leader and epoch; the response carries each such leader's endpoint once.
+fn add_leader_hints(broker: &Broker, response: &mut FetchResponse, version: i16, listener: &str) {
+    let image = broker.image();
+    let mut endpoints: Vec<NodeEndpoint> = Vec::new();
+    for t in &mut response.responses {
+        let name = if version >= 13 {
+            match image.topic_by_id(&t.topic_id) {
+                Some(ti) => ti.name.clone(),
+                None => continue,
+            }
+        } else {
+            t.topic.0.to_string()
+        };
+        for p in &mut t.partitions {
+            if p.error_code != code::NOT_LEADER_OR_FOLLOWER
+                && p.error_code != code::FENCED_LEADER_EPOCH
+            {
+                continue;
+            }
+            let Some(hint) = super::leader_hint(broker, &image, &name, p.partition_index, listener)
+            else {
+                continue;
+            };
+            p.current_leader = LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(hint.leader_id))
+                .with_leader_epoch(hint.leader_epoch);
+            if !endpoints.iter().any(|e| e.node_id.0 == hint.leader_id) {
+                endpoints.push(
+                    NodeEndpoint::default()
+                        .with_node_id(BrokerId(hint.leader_id))
+                        .with_host(super::str_bytes(&hint.host))
+                        .with_port(hint.port)
+                        .with_rack(hint.rack.as_deref().map(super::str_bytes)),
+                );
+            }
+        }
+    }
+    response.node_endpoints = endpoints;
 }
 
 async fn fetch(broker: &Arc<Broker>, request: FetchRequest, version: i16) -> FetchResponse {

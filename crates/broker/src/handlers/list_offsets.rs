@@ -1,6 +1,9 @@
 //! ListOffsets (API 2): earliest (-2), latest (-1, the HW for consumers; the last stable offset
 //! under `isolation_level` 1, read_committed), max timestamp (-3), or the first offset whose
-//! timestamp is at or after the given one (below the same bound).
+//! timestamp is at or after the given one (below the same bound). Without tiered storage
+//! (KIP-405) the earliest local offset (-4, v8+) is the earliest offset, and the latest tiered
+//! offset (-5, KIP-1005, v9+) is -1 with epoch -1, as Kafka answers when remote storage is off;
+//! v10's `timeout_ms` (KIP-1075) bounds remote lookups, of which there are none.
 
 use std::sync::Arc;
 
@@ -16,6 +19,8 @@ use crate::errors::code;
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
 
 fn failed(index: i32, code: i16) -> ListOffsetsPartitionResponse {
     ListOffsetsPartitionResponse::default()
@@ -60,7 +65,10 @@ pub async fn handle(
                     };
                     let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
                     let found = match p.timestamp {
-                        EARLIEST => Some((log.log_start_offset(), -1, latest_epoch)),
+                        EARLIEST | EARLIEST_LOCAL => {
+                            Some((log.log_start_offset(), -1, latest_epoch))
+                        }
+                        LATEST_TIERED => Some((-1, -1, -1)),
                         LATEST => Some((visible, -1, latest_epoch)),
                         MAX_TIMESTAMP => log.max_timestamp().map(|(ts, off)| (off, ts, latest_epoch)),
                         ts => match log.offset_for_timestamp(ts) {

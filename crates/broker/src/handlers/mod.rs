@@ -19,12 +19,14 @@ pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod elect_leaders;
 pub mod end_txn;
+pub mod features;
 pub mod fetch;
 mod fetch_authz;
 mod fetch_follower_read;
 pub mod groups;
 pub mod groups_authz;
 pub mod init_producer_id;
+pub mod list_config_resources;
 pub mod list_offsets;
 pub mod list_transactions;
 pub mod metadata;
@@ -33,6 +35,7 @@ pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
 pub mod scram_credentials;
+pub mod telemetry;
 pub mod topics;
 pub mod txn_authz;
 pub mod txn_offset_commit;
@@ -78,4 +81,34 @@ pub fn check_leader_epoch(requested: i32, current: i32) -> i16 {
     runnel_replication::check_leader_epoch(requested, current)
         .err()
         .unwrap_or(crate::errors::code::NONE)
+}
+
+/// The current leader of a partition as KIP-951 tells a client that got NOT_LEADER_OR_FOLLOWER
+/// (Produce v10+, Fetch v16+): leader id and epoch, and the leader's endpoint on the client's
+/// listener. `None` when the partition is unknown or has no leader.
+pub struct LeaderHint {
+    pub leader_id: i32,
+    pub leader_epoch: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+pub fn leader_hint(
+    broker: &crate::context::Broker,
+    image: &runnel_metadata::image::MetadataImage,
+    topic: &str,
+    index: i32,
+    listener: &str,
+) -> Option<LeaderHint> {
+    let p = image.partition(topic, index)?;
+    let b = image.live_brokers().find(|b| b.id == p.leader)?;
+    let (host, port) = broker.endpoint_of(b, listener);
+    Some(LeaderHint {
+        leader_id: p.leader,
+        leader_epoch: p.leader_epoch,
+        host,
+        port: i32::from(port),
+        rack: b.rack.clone(),
+    })
 }

@@ -14,7 +14,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use kafka_protocol::messages::produce_request::PartitionProduceData;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    TopicProduceResponse,
+};
+use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use runnel_log::batch::BatchHeader;
 use runnel_metadata::acl::{AclOperation, ResourceType};
@@ -61,12 +65,30 @@ pub async fn handle(
     // for its replication at the same time, not one after the other.
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
+    let image = broker.image();
+    let mut request = request;
+    // v13 names topics by id (KIP-516): resolve them once; an unknown id is UNKNOWN_TOPIC_ID.
+    let mut unknown_ids = std::collections::BTreeSet::new();
+    if version >= 13 {
+        for topic in &mut request.topic_data {
+            match image.topic_by_id(&topic.topic_id) {
+                Some(t) => topic.name = super::topic_name(&t.name),
+                None => {
+                    unknown_ids.insert(topic.topic_id);
+                }
+            }
+        }
+    }
     let refused = verify_transactional(broker, &request).await;
     let mut names = Vec::with_capacity(request.topic_data.len());
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
         let name = topic.name.0.to_string();
-        let denied = refusal(broker, ctx, txn_denied, &name);
+        let denied = if version >= 13 && unknown_ids.contains(&topic.topic_id) {
+            Some(code::UNKNOWN_TOPIC_ID)
+        } else {
+            refusal(broker, ctx, txn_denied, &name)
+        };
         let appended = topic
             .partition_data
             .into_iter()
@@ -80,7 +102,7 @@ pub async fn handle(
                 (index, slot)
             })
             .collect();
-        names.push(topic.name);
+        names.push((topic.name, topic.topic_id));
         slots.push(appended);
     }
     let waits: Vec<Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>> = slots
@@ -92,16 +114,85 @@ pub async fn handle(
         })
         .collect();
     let mut answers = join_all(waits).await.into_iter();
-    let topics = names
+    let mut topics: Vec<TopicProduceResponse> = names
         .into_iter()
         .zip(&slots)
-        .map(|(name, partitions)| {
-            TopicProduceResponse::default()
-                .with_name(name)
-                .with_partition_responses(answers.by_ref().take(partitions.len()).collect())
+        .map(|((name, topic_id), partitions)| {
+            let t = TopicProduceResponse::default()
+                .with_partition_responses(answers.by_ref().take(partitions.len()).collect());
+            if version >= 13 {
+                t.with_topic_id(topic_id)
+            } else {
+                t.with_name(name)
+            }
         })
         .collect();
-    fit_to_version(ProduceResponse::default().with_responses(topics), version)
+    let mut node_endpoints = Vec::new();
+    if version >= 10 {
+        let names: Vec<String> = request_names(&topics, &image, version);
+        for (t, name) in topics.iter_mut().zip(names) {
+            for p in &mut t.partition_responses {
+                add_leader_hint(broker, &image, &name, p, &ctx.listener, &mut node_endpoints);
+            }
+        }
+    }
+    fit_to_version(
+        ProduceResponse::default()
+            .with_responses(topics)
+            .with_node_endpoints(node_endpoints),
+        version,
+    )
+}
+
+/// The topic names of a response's topics (v13 carries ids).
+fn request_names(
+    topics: &[TopicProduceResponse],
+    image: &runnel_metadata::image::MetadataImage,
+    version: i16,
+) -> Vec<String> {
+    topics
+        .iter()
+        .map(|t| {
+            if version >= 13 {
+                image
+                    .topic_by_id(&t.topic_id)
+                    .map(|ti| ti.name.clone())
+                    .unwrap_or_default()
+            } else {
+                t.name.0.to_string()
+            }
+        })
+        .collect()
+}
+
+/// KIP-951 (v10+): a partition answered NOT_LEADER_OR_FOLLOWER names the current leader and
+/// epoch, and the response carries that leader's endpoint once.
+fn add_leader_hint(
+    broker: &Broker,
+    image: &runnel_metadata::image::MetadataImage,
+    topic: &str,
+    p: &mut PartitionProduceResponse,
+    listener: &str,
+    endpoints: &mut Vec<NodeEndpoint>,
+) {
+    if p.error_code != code::NOT_LEADER_OR_FOLLOWER {
+        return;
+    }
+    let Some(hint) = super::leader_hint(broker, image, topic, p.index, listener) else {
+        return;
+    };
+    p.current_leader = LeaderIdAndEpoch::default()
+        .with_leader_id(BrokerId(hint.leader_id))
+        .with_leader_epoch(hint.leader_epoch);
+    if !endpoints.iter().any(|e| e.node_id.0 == hint.leader_id) {
+        endpoints.push(
+            NodeEndpoint::default()
+                .with_node_id(BrokerId(hint.leader_id))
+                .with_host(str_bytes(&hint.host))
+                .with_port(hint.port)
+                .with_rack(hint.rack.as_deref().map(str_bytes)),
+        );
+    }
 }
 
 /// The producer of the first batch of `records` if it is transactional: (id, epoch).
@@ -225,7 +316,7 @@ fn append(
             ),
         );
     }
-    match partition.append_as_leader(&records, broker.node_id, acks) {
+    match partition.append_as_leader_reporting(&records, broker.node_id, acks) {
         Ok(appended) => {
             let needs_flush = !appended.duplicate && partition.needs_flush();
             Slot::Appended {
@@ -234,7 +325,19 @@ fn append(
                 needs_flush,
             }
         }
-        Err((code, message)) => refuse(code, &message),
+        // Records refused for their content are listed one by one (KIP-467, v8+).
+        Err((code, message, record_errors)) => {
+            let mut answer = error(index, code, &message);
+            answer.record_errors = record_errors
+                .into_iter()
+                .map(|e| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(e.batch_index)
+                        .with_batch_index_error_message(Some(str_bytes(&e.message)))
+                })
+                .collect();
+            Slot::Answered(answer)
+        }
     }
 }
 

@@ -6,6 +6,7 @@ pub mod configs;
 pub mod consume;
 pub mod delete_records;
 pub mod dev_cluster;
+pub mod features;
 pub mod get_offsets;
 pub mod groups;
 pub mod java_exception;

@@ -1,0 +1,118 @@
+//! `runnel features describe`: kafka-features.sh describe. One line per feature the broker
+//! supports, sorted by name, from ApiVersions v3+ (supported ranges, finalized levels and
+//! their epoch); `metadata.version` levels are shown as Kafka release versions.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
+use kafka_protocol::protocol::StrBytes;
+
+#[derive(Debug, Args)]
+pub struct FeaturesArgs {
+    /// Broker to bootstrap from (host:port[,host:port...]).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub bootstrap_server: String,
+    #[command(subcommand)]
+    pub action: FeaturesAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FeaturesAction {
+    /// Describe the supported and finalized features.
+    Describe,
+}
+
+pub async fn run(args: FeaturesArgs) -> Result<()> {
+    let FeaturesAction::Describe = args.action;
+    let client = super::connect(&args.bootstrap_server).await?;
+    let conn = client.any_connection().await?;
+    // v4 when the broker has it: before v4 a feature whose minimum is 0 is left out.
+    let version = conn
+        .broker_versions()
+        .broker_range(ApiKey::ApiVersions)
+        .map_or(0, |(_, hi)| hi.min(4));
+    anyhow::ensure!(
+        version >= 3,
+        "the broker reports no features (ApiVersions v{version})"
+    );
+    let req = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("runnel-cli"))
+        .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+    let resp = conn
+        .send_at(&req, version, conn.request_timeout())
+        .await
+        .context("ApiVersions")?;
+    let epoch = resp.finalized_features_epoch;
+    let mut lines: Vec<(String, String)> = resp
+        .supported_features
+        .iter()
+        .map(|f| {
+            let name = f.name.to_string();
+            let finalized = resp
+                .finalized_features
+                .iter()
+                .find(|x| x.name == f.name)
+                .map_or(0, |x| x.max_version_level);
+            let line = describe_line(&name, f.min_version, f.max_version, finalized, epoch);
+            (name, line)
+        })
+        .collect();
+    lines.sort();
+    for (_, line) in lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// kafka-features.sh's line for one feature.
+pub fn describe_line(name: &str, min: i16, max: i16, finalized: i16, epoch: i64) -> String {
+    let level = |l: i16| {
+        if name == "metadata.version" {
+            metadata_version_name(l).map_or_else(|| l.to_string(), str::to_string)
+        } else {
+            l.to_string()
+        }
+    };
+    let epoch = if epoch >= 0 {
+        epoch.to_string()
+    } else {
+        "-".to_string()
+    };
+    format!(
+        "Feature: {name}\tSupportedMinVersion: {}\tSupportedMaxVersion: {}\tFinalizedVersionLevel: {}\tEpoch: {epoch}",
+        level(min),
+        level(max),
+        level(finalized)
+    )
+}
+
+/// Kafka's `MetadataVersion` names of the feature levels Runnel supports (7..=25).
+fn metadata_version_name(level: i16) -> Option<&'static str> {
+    const NAMES: [&str; 19] = [
+        "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2",
+        "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0",
+        "4.0-IV1", "4.0-IV2", "4.0-IV3",
+    ];
+    let i = usize::try_from(level.checked_sub(7)?).ok()?;
+    NAMES.get(i).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_as_kafka_features_sh() {
+        assert_eq!(
+            describe_line("metadata.version", 7, 25, 25, 12),
+            "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 4.0-IV3\tEpoch: 12"
+        );
+        assert_eq!(
+            describe_line("group.version", 0, 1, 1, -1),
+            "Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: -"
+        );
+        assert_eq!(metadata_version_name(21), Some("3.9-IV0"));
+        assert_eq!(metadata_version_name(6), None);
+        assert_eq!(metadata_version_name(26), None);
+    }
+}
