@@ -159,7 +159,7 @@ impl Connection {
         let timeout = self.config.connect_timeout;
         let mut hs = SaslHandshakeRequest::default();
         hs.mechanism = StrBytes::from_string(creds.mechanism.clone());
-        let version = self.negotiated::<SaslHandshakeRequest>()?.min(1);
+        let version = self.negotiated::<SaslHandshakeRequest>()?;
         let resp = self.send_at(&hs, version, timeout).await?;
         if resp.error_code != 0 {
             let offered: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();

@@ -412,6 +412,8 @@ pub async fn run(args: AclsArgs) -> Result<()> {
         }
         let filter = |a: Option<&Entry>| {
             let mut f = DeleteAclsFilter::default();
+            f.principal_filter = None;
+            f.host_filter = None;
             f.resource_type_filter = resource.resource_type.code();
             f.resource_name_filter = opt(&resource.name);
             f.pattern_type_filter = resource.pattern_type.code();
@@ -447,9 +449,17 @@ async fn list(args: &AclsArgs) -> Result<()> {
     let filters = resources(args)?;
     let client = super::connect(&args.bootstrap_server).await?;
     let conn = client.any_connection().await?;
+    // kafka-protocol's default filters are "" rather than null (any): clear them.
+    let any = || {
+        let mut req = DescribeAclsRequest::default();
+        req.resource_name_filter = None;
+        req.principal_filter = None;
+        req.host_filter = None;
+        req
+    };
     let mut requests = Vec::new();
     if filters.is_empty() {
-        let mut req = DescribeAclsRequest::default();
+        let mut req = any();
         req.resource_type_filter = ResourceType::Any.code();
         req.pattern_type_filter = PatternType::Any.code();
         req.operation = AclOperation::Any.code();
@@ -457,7 +467,7 @@ async fn list(args: &AclsArgs) -> Result<()> {
         requests.push(req);
     }
     for f in &filters {
-        let mut req = DescribeAclsRequest::default();
+        let mut req = any();
         req.resource_type_filter = f.resource_type.code();
         req.resource_name_filter = opt(&f.name);
         req.pattern_type_filter = f.pattern_type.code();
