@@ -26,6 +26,7 @@ pub mod murmur2;
 pub mod partitioner;
 pub mod sasl;
 pub mod security;
+pub mod stream;
 pub mod tls;
 pub mod versions;
 

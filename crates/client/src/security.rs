@@ -52,24 +52,28 @@ impl Security {
     /// Reads the security properties out of a client's properties (others are ignored; the
     /// last value of a repeated key wins, as in a Java properties file).
     pub fn from_properties(props: &[(String, String)]) -> Result<Self, String> {
-        let get = |key: &str| -> Option<String> {
+        Self::from_lookup(&|key: &str| -> Option<String> {
             props
                 .iter()
                 .rev()
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v.clone())
-        };
+        })
+    }
+
+    /// The same from any property lookup (the broker's view of its inter-broker listener).
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
         let protocol = match get("security.protocol") {
             Some(p) => SecurityProtocol::parse(&p)?,
             None => SecurityProtocol::Plaintext,
         };
         let tls = if protocol.uses_tls() {
-            Some(tls::client_config(&get)?)
+            Some(tls::client_config(get)?)
         } else {
             None
         };
         let sasl = if protocol.uses_sasl() {
-            Some(sasl_credentials(&get)?)
+            Some(sasl_credentials(get)?)
         } else {
             None
         };

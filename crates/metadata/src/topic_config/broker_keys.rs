@@ -84,6 +84,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.fetch.response.max.bytes", Int, "The most bytes a follower's Fetch response carries."),
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),
+    ("sasl.mechanism.inter.broker.protocol", Str, "The SASL mechanism a broker authenticates with on the inter-broker listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
     ("super.users", Str, "Principals (User:name, separated by ;) allowed everything, whatever the ACLs say."),
     ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),
