@@ -70,7 +70,9 @@ def test_sasl_ssl_inter_broker_formation_replication_and_failover(tmp_path, requ
     topic = unique_topic("sasl-ssl-repl")
     adm.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3)],
                       operation_timeout=30)[topic].result(timeout=60)
-    # Every follower fetches over SASL_SSL as User:broker: the ISR reaches all three.
+    # A new partition's ISR is all of its replicas; the acks=all writes below are what need the
+    # followers to fetch (over SASL_SSL as User:broker): without inter-broker authentication
+    # they fail (checked by disabling it: the flush times out with all 50 records unsent).
     states = wait_until(
         lambda: (s := partition_states(adm, topic)) and s[0][2] == [1, 2, 3] and s, 60,
         desc="ISR of all three replicas")
