@@ -30,7 +30,9 @@ pub async fn open(addr: &str, client_id: &str, timeout: Duration) -> std::io::Re
     let security = SECURITY
         .get()
         .unwrap_or_else(|| PLAINTEXT.get_or_init(Security::default));
-    runnel_client::stream::open(addr, security, client_id, timeout).await
+    runnel_client::stream::open(addr, security, client_id, timeout)
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Sends `request` as `key` v`version` to `addr` and decodes the answer, within `timeout`.

@@ -1,9 +1,8 @@
 //! One TCP connection to one broker: framing, correlation ids, pipelining, timeouts, and the
 //! ApiVersions handshake that fixes which version of each API we speak to that broker.
 //!
-//! With `security.protocol` SSL / SASL_SSL the socket is wrapped in TLS first (rustls); with
-//! SASL_PLAINTEXT / SASL_SSL, SaslHandshake + SaslAuthenticate follow ApiVersions before the
-//! connection is handed out (Kafka's order: ApiVersions may precede authentication).
+//! The socket comes from [`crate::stream::open`]: TLS for SSL / SASL_SSL, then SaslHandshake +
+//! SaslAuthenticate for SASL_*; ApiVersions follows on the authenticated connection.
 //!
 //! Requests may be pipelined: any number of tasks can call [`Connection::send`] concurrently;
 //! a reader task matches responses to callers by correlation id. Kafka answers in request
@@ -15,18 +14,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, SaslAuthenticateRequest, SaslHandshakeRequest,
-};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};
-use rand::Rng;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::error::{ClientError, Result};
 use crate::frame;
-use crate::sasl::{ClientExchange, SaslCredentials};
 use crate::security::Security;
 use crate::versions::{api_versions_fallback, BrokerVersions};
 
@@ -60,9 +54,6 @@ impl Default for ConnectionConfig {
 type Waiter = oneshot::Sender<Bytes>;
 type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
-
-/// SASL_AUTHENTICATION_FAILED, what a failed client-side exchange is reported as.
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 #[derive(Default)]
 struct Pending {
@@ -100,32 +91,11 @@ impl Connection {
     /// Connects to `addr` (`host:port`) and negotiates API versions.
     pub async fn connect(addr: &str, config: ConnectionConfig) -> Result<Arc<Self>> {
         let timeout = config.connect_timeout;
-        let what = format!("connection to {addr}");
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| ClientError::Timeout(timeout, what.clone()))?
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{addr}: {e}")))?;
-        stream.set_nodelay(true)?;
-        let (read, write): (BoxRead, BoxWrite) = match &config.security.tls {
-            None => {
-                let (read, write) = stream.into_split();
-                (Box::new(read), Box::new(write))
-            }
-            Some(tls) => {
-                let name = crate::tls::server_name(addr).map_err(ClientError::InvalidArgument)?;
-                let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
-                let stream = tokio::time::timeout(timeout, connector.connect(name, stream))
-                    .await
-                    .map_err(|_| {
-                        ClientError::Timeout(timeout, format!("TLS handshake with {addr}"))
-                    })?
-                    .map_err(|e| {
-                        std::io::Error::new(e.kind(), format!("{addr}: TLS handshake failed: {e}"))
-                    })?;
-                let (read, write) = tokio::io::split(stream);
-                (Box::new(read), Box::new(write))
-            }
-        };
+        // TCP, TLS and SASL (runnel_client::stream, shared with the broker's own connections).
+        let stream =
+            crate::stream::open(addr, &config.security, &config.client_id, timeout).await?;
+        let (read, write) = tokio::io::split(stream);
+        let (read, write): (BoxRead, BoxWrite) = (Box::new(read), Box::new(write));
         let pending = Arc::new(Mutex::new(Pending::default()));
         let dead = Arc::new(AtomicBool::new(false));
         let reader = tokio::spawn(read_loop(read, pending.clone(), dead.clone()));
@@ -143,61 +113,7 @@ impl Connection {
             .await
             .map_err(|_| ClientError::Timeout(timeout, format!("ApiVersions from {addr}")))??;
         let _ = conn.versions.set(versions);
-        if let Some(creds) = conn.config.security.sasl.clone() {
-            tokio::time::timeout(timeout, conn.authenticate(&creds))
-                .await
-                .map_err(|_| {
-                    ClientError::Timeout(timeout, format!("SASL exchange with {addr}"))
-                })??;
-        }
         Ok(conn)
-    }
-
-    /// SaslHandshake then SaslAuthenticate rounds until the mechanism is done. A refusal is
-    /// the broker's error (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED).
-    async fn authenticate(&self, creds: &SaslCredentials) -> Result<()> {
-        let timeout = self.config.connect_timeout;
-        let mut hs = SaslHandshakeRequest::default();
-        hs.mechanism = StrBytes::from_string(creds.mechanism.clone());
-        let version = self.negotiated::<SaslHandshakeRequest>()?;
-        let resp = self.send_at(&hs, version, timeout).await?;
-        if resp.error_code != 0 {
-            let offered: Vec<&str> = resp.mechanisms.iter().map(|m| m.as_str()).collect();
-            return Err(ClientError::kafka(
-                resp.error_code,
-                Some(format!(
-                    "{} is not enabled on {} (it offers {})",
-                    creds.mechanism,
-                    self.addr,
-                    offered.join(", ")
-                )),
-            ));
-        }
-        let nonce: String = rand::thread_rng()
-            .sample_iter(&rand::distributions::Alphanumeric)
-            .take(24)
-            .map(char::from)
-            .collect();
-        let (mut exchange, first) = ClientExchange::start(creds, &nonce)
-            .map_err(|e| ClientError::kafka(SASL_AUTHENTICATION_FAILED, Some(e)))?;
-        let version = self.negotiated::<SaslAuthenticateRequest>()?;
-        let mut token = first;
-        loop {
-            let mut req = SaslAuthenticateRequest::default();
-            req.auth_bytes = Bytes::from(token);
-            let resp = self.send_at(&req, version, timeout).await?;
-            if resp.error_code != 0 {
-                let message = resp.error_message.as_ref().map(|m| m.to_string());
-                return Err(ClientError::kafka(resp.error_code, message));
-            }
-            match exchange
-                .next(creds, &resp.auth_bytes)
-                .map_err(|e| ClientError::kafka(SASL_AUTHENTICATION_FAILED, Some(e)))?
-            {
-                Some(next) => token = next,
-                None => return Ok(()),
-            }
-        }
     }
 
     /// The `host:port` this connection was opened to.
