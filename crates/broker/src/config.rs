@@ -119,6 +119,7 @@ const ALSO_KNOWN: &[&str] = &[
     "security.inter.broker.protocol",
     "sasl.enabled.mechanisms",
     "sasl.jaas.config",
+    "sasl.mechanism.inter.broker.protocol",
 ];
 
 /// Families of per-listener security properties (`listener.name.<name>.ssl.keystore.location`,

@@ -2,15 +2,38 @@
 //! bounded in time and response size): for the rare inter-broker calls of the data path, such
 //! as a partition leader's AddPartitionsToTxn verification (KIP-890).
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use runnel_client::stream::BoxStream;
+use runnel_client::Security;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 const MAX_RESPONSE_BYTES: usize = 16 << 20;
+
+/// How this broker secures its connections to other brokers (set once at startup from the
+/// inter-broker listener; PLAINTEXT until then).
+static SECURITY: OnceLock<Security> = OnceLock::new();
+
+/// Records the inter-broker security of this process's broker (the first call wins).
+pub fn set_security(security: Security) {
+    let _ = SECURITY.set(security);
+}
+
+/// Opens a connection to another broker's inter-broker listener: TLS and SASL with this
+/// broker's own credentials when that listener's protocol asks for them.
+pub async fn open(addr: &str, client_id: &str, timeout: Duration) -> std::io::Result<BoxStream> {
+    static PLAINTEXT: OnceLock<Security> = OnceLock::new();
+    let security = SECURITY
+        .get()
+        .unwrap_or_else(|| PLAINTEXT.get_or_init(Security::default));
+    runnel_client::stream::open(addr, security, client_id, timeout)
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
 
 /// Sends `request` as `key` v`version` to `addr` and decodes the answer, within `timeout`.
 pub async fn exchange<Req: Encodable, Resp: Decodable>(
@@ -32,8 +55,7 @@ pub async fn exchange<Req: Encodable, Resp: Decodable>(
         .map_err(|e| e.to_string())?;
     let len = i32::try_from(body.len()).map_err(|_| "request too large".to_string())?;
     let io = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        let _ = stream.set_nodelay(true);
+        let mut stream = open(addr, "runnel-broker", timeout).await?;
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(len);
         frame.extend_from_slice(&body);

@@ -104,6 +104,60 @@ impl BrokerConfig {
         })
     }
 
+    /// How this broker's own connections to other brokers (replica fetches, WriteTxnMarkers,
+    /// AddPartitionsToTxn verification) are secured: the inter-broker listener's protocol,
+    /// `sasl.mechanism.inter.broker.protocol` with the username/password of that listener's
+    /// `listener.name.<name>.<mechanism>.sasl.jaas.config`, and the listener's trust store and
+    /// key store for TLS (Kafka's rule: a broker is a client of its own inter-broker listener).
+    pub fn inter_broker_security(
+        &self,
+        plan: &ListenerPlan,
+    ) -> Result<runnel_client::Security, BrokerError> {
+        let name = plan.inter_broker.clone();
+        let protocol = plan
+            .listeners
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.protocol);
+        let Some(protocol) = protocol else {
+            return Ok(runnel_client::Security::default());
+        };
+        let protocol_name = match (protocol.uses_tls(), protocol.uses_sasl()) {
+            (false, false) => "PLAINTEXT",
+            (true, false) => "SSL",
+            (false, true) => "SASL_PLAINTEXT",
+            (true, true) => "SASL_SSL",
+        };
+        let mechanism = self
+            .props
+            .get("sasl.mechanism.inter.broker.protocol")
+            .cloned()
+            .unwrap_or_else(|| "GSSAPI".into());
+        let jaas_key = format!(
+            "listener.name.{}.{}.sasl.jaas.config",
+            name.to_ascii_lowercase(),
+            mechanism.to_ascii_lowercase()
+        );
+        let get = |key: &str| -> Option<String> {
+            match key {
+                "security.protocol" => Some(protocol_name.into()),
+                "sasl.mechanism" => Some(mechanism.clone()),
+                "sasl.jaas.config" => self
+                    .props
+                    .get(&jaas_key)
+                    .or_else(|| self.props.get("sasl.jaas.config"))
+                    .cloned(),
+                // The broker's certificate names itself, not the peer it dials by address.
+                "ssl.endpoint.identification.algorithm" => self
+                    .listener_prop(&name, key)
+                    .or_else(|| Some("https".into())),
+                other => self.listener_prop(&name, other),
+            }
+        };
+        runnel_client::Security::from_lookup(&get)
+            .map_err(|e| config_error(format!("inter-broker listener {name}: {e}")))
+    }
+
     /// TLS and SASL for one listener; errors are startup errors naming the property.
     pub fn listener_runtime(
         &self,
@@ -219,6 +273,47 @@ mod tests {
             config.props.insert(k.to_string(), v.to_string());
         }
         config.listener_plan()
+    }
+
+    fn inter_broker(props: &[(&str, &str)]) -> Result<runnel_client::Security, BrokerError> {
+        let mut config = test_config();
+        for (k, v) in props {
+            config.props.insert(k.to_string(), v.to_string());
+        }
+        let plan = config.listener_plan()?;
+        config.inter_broker_security(&plan)
+    }
+
+    #[test]
+    fn inter_broker_credentials_come_from_the_listener() {
+        assert!(inter_broker(&[]).unwrap().sasl.is_none());
+        let listeners = (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        );
+        let ib = ("inter.broker.listener.name", "SASL_PLAINTEXT");
+        // Kafka's default mechanism (GSSAPI) is refused at startup, naming the listener.
+        let err = inter_broker(&[listeners, ib]).unwrap_err().to_string();
+        assert!(
+            err.contains("SASL_PLAINTEXT") && err.contains("GSSAPI"),
+            "{err}"
+        );
+        let s = inter_broker(&[
+            listeners,
+            ib,
+            ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+            (
+                "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config",
+                "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"b\" password=\"p\";",
+            ),
+        ])
+        .unwrap();
+        let creds = s.sasl.unwrap();
+        assert_eq!(
+            (creds.mechanism.as_str(), creds.username.as_str()),
+            ("SCRAM-SHA-512", "b")
+        );
+        assert!(s.tls.is_none());
     }
 
     #[test]

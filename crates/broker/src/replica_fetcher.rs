@@ -20,9 +20,9 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, Replic
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use parking_lot::Mutex;
+use runnel_client::stream::BoxStream;
 use runnel_metadata::MetadataImage;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -118,7 +118,7 @@ async fn fetch_loop(
     mut version: watch::Receiver<u64>,
     image: watch::Receiver<Arc<MetadataImage>>,
 ) {
-    let mut connection: Option<(String, TcpStream)> = None;
+    let mut connection: Option<(String, BoxStream)> = None;
     let mut correlation = 0i32;
     let mut error_pause = FIRST_ERROR_PAUSE;
     loop {
@@ -140,17 +140,18 @@ async fn fetch_loop(
             continue;
         };
         if connection.as_ref().is_none_or(|(a, _)| *a != address) {
-            connection = match tokio::time::timeout(IO_TIMEOUT, TcpStream::connect(&address)).await
-            {
-                Ok(Ok(stream)) => {
-                    let _ = stream.set_nodelay(true);
-                    Some((address.clone(), stream))
-                }
-                _ => {
-                    tokio::time::sleep(RETRY).await;
-                    continue;
-                }
-            };
+            // TLS and SASL as the inter-broker listener says (crate::inter_broker::open).
+            connection =
+                match crate::inter_broker::open(&address, "runnel-replica-fetcher", IO_TIMEOUT)
+                    .await
+                {
+                    Ok(stream) => Some((address.clone(), stream)),
+                    Err(e) => {
+                        tracing::debug!(leader, error = %e, "replica fetcher cannot connect");
+                        tokio::time::sleep(RETRY).await;
+                        continue;
+                    }
+                };
         }
         let Some((_, stream)) = connection.as_mut() else {
             continue;
@@ -260,7 +261,7 @@ fn build_request(
 }
 
 async fn exchange(
-    stream: &mut TcpStream,
+    stream: &mut BoxStream,
     correlation: i32,
     request: &FetchRequest,
 ) -> Result<FetchResponse, String> {

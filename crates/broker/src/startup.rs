@@ -370,6 +370,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         Duration::from_millis(config.get_i64("broker.session.timeout.ms", 9000).max(1) as u64);
 
     let plan = config.listener_plan()?;
+    crate::inter_broker::set_security(config.inter_broker_security(&plan)?);
     let mut bound = Vec::new();
     let mut advertised_listeners = BTreeMap::new();
     for endpoint in &plan.listeners {

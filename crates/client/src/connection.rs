@@ -1,6 +1,9 @@
 //! One TCP connection to one broker: framing, correlation ids, pipelining, timeouts, and the
 //! ApiVersions handshake that fixes which version of each API we speak to that broker.
 //!
+//! The socket comes from [`crate::stream::open`]: TLS for SSL / SASL_SSL, then SaslHandshake +
+//! SaslAuthenticate for SASL_*; ApiVersions follows on the authenticated connection.
+//!
 //! Requests may be pipelined: any number of tasks can call [`Connection::send`] concurrently;
 //! a reader task matches responses to callers by correlation id. Kafka answers in request
 //! order, but matching by id keeps us correct even if a broker did not.
@@ -13,13 +16,12 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::oneshot;
 
 use crate::error::{ClientError, Result};
 use crate::frame;
+use crate::security::Security;
 use crate::versions::{api_versions_fallback, BrokerVersions};
 
 /// Largest response frame we accept; protects against a garbage size prefix.
@@ -34,6 +36,8 @@ pub struct ConnectionConfig {
     pub connect_timeout: Duration,
     /// Default time allowed for one request/response round trip.
     pub request_timeout: Duration,
+    /// `security.protocol` and its TLS / SASL settings (PLAINTEXT by default).
+    pub security: Security,
 }
 
 impl Default for ConnectionConfig {
@@ -42,11 +46,14 @@ impl Default for ConnectionConfig {
             client_id: "runnel-client".into(),
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            security: Security::default(),
         }
     }
 }
 
 type Waiter = oneshot::Sender<Bytes>;
+type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
+type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 #[derive(Default)]
 struct Pending {
@@ -58,7 +65,7 @@ struct Pending {
 pub struct Connection {
     addr: String,
     config: ConnectionConfig,
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<BoxWrite>,
     pending: Arc<Mutex<Pending>>,
     dead: Arc<AtomicBool>,
     next_correlation: AtomicI32,
@@ -84,13 +91,11 @@ impl Connection {
     /// Connects to `addr` (`host:port`) and negotiates API versions.
     pub async fn connect(addr: &str, config: ConnectionConfig) -> Result<Arc<Self>> {
         let timeout = config.connect_timeout;
-        let what = format!("connection to {addr}");
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| ClientError::Timeout(timeout, what.clone()))?
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{addr}: {e}")))?;
-        stream.set_nodelay(true)?;
-        let (read, write) = stream.into_split();
+        // TCP, TLS and SASL (runnel_client::stream, shared with the broker's own connections).
+        let stream =
+            crate::stream::open(addr, &config.security, &config.client_id, timeout).await?;
+        let (read, write) = tokio::io::split(stream);
+        let (read, write): (BoxRead, BoxWrite) = (Box::new(read), Box::new(write));
         let pending = Arc::new(Mutex::new(Pending::default()));
         let dead = Arc::new(AtomicBool::new(false));
         let reader = tokio::spawn(read_loop(read, pending.clone(), dead.clone()));
@@ -381,7 +386,7 @@ fn closed_io_error(addr: &str, reason: &str) -> ClientError {
 /// Reads response frames and hands each to the caller waiting on its correlation id. On any
 /// error, fails every waiter (their receivers see the sender dropped) and marks the
 /// connection dead.
-async fn read_loop(read: OwnedReadHalf, pending: Arc<Mutex<Pending>>, dead: Arc<AtomicBool>) {
+async fn read_loop(read: BoxRead, pending: Arc<Mutex<Pending>>, dead: Arc<AtomicBool>) {
     let mut reader = BufReader::with_capacity(256 * 1024, read);
     let reason = loop {
         let size = match reader.read_i32().await {

@@ -24,6 +24,10 @@ pub mod group;
 pub mod metadata;
 pub mod murmur2;
 pub mod partitioner;
+pub mod sasl;
+pub mod security;
+pub mod stream;
+pub mod tls;
 pub mod versions;
 
 pub use admin::Admin;
@@ -32,6 +36,7 @@ pub use connection::{Connection, ConnectionConfig};
 pub use error::{render_error, ClientError, Result};
 pub use metadata::{BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo};
 pub use partitioner::{Partitioner, PartitionerKind};
+pub use security::{Security, SecurityProtocol};
 pub mod consumer;
 pub mod producer;
 pub mod records;

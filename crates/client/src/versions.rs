@@ -61,6 +61,14 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         // KIP-546 client quotas (`runnel configs --entity-type users|clients`).
         ApiKey::DescribeClientQuotas => (0, 1),
         ApiKey::AlterClientQuotas => (0, 1),
+        // SASL (security.protocol SASL_*): SaslHandshake v1 frames the tokens in
+        // SaslAuthenticate (v0 would send them raw, which this client does not do).
+        ApiKey::SaslHandshake => (1, 1),
+        ApiKey::SaslAuthenticate => (0, 2),
+        // `runnel acls` (v1 adds resource pattern types, KIP-290).
+        ApiKey::CreateAcls => (1, 3),
+        ApiKey::DescribeAcls => (1, 3),
+        ApiKey::DeleteAcls => (1, 3),
         _ => return None,
     })
 }

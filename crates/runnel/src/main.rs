@@ -16,6 +16,11 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Kafka client properties for every tool's connections (security.protocol, sasl.*, ssl.*),
+    /// as Kafka's tools' --command-config (also --producer.config / --consumer.config).
+    #[arg(long = "command-config", global = true, value_name = "FILE",
+          visible_aliases = ["producer.config", "consumer.config"])]
+    command_config: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,6 +59,8 @@ enum Command {
     LogDirs(cmd::log_dirs::LogDirsArgs),
     /// Describe the supported and finalized features (kafka-features.sh describe).
     Features(cmd::features::FeaturesArgs),
+    /// Add, remove and list ACLs (kafka-acls.sh).
+    Acls(cmd::acls::AclsArgs),
 }
 
 fn init_tracing() {
@@ -68,6 +75,10 @@ fn init_tracing() {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = cmd::set_command_config(cli.command_config.as_deref()) {
+        eprintln!("Error: {}", cmd::error_line(&e));
+        return ExitCode::FAILURE;
+    }
     let result = match cli.command {
         Command::Broker(args) => {
             init_tracing();
@@ -89,6 +100,7 @@ async fn main() -> ExitCode {
         Command::LogDirs(args) => cmd::log_dirs::run(args).await,
         Command::Transactions(args) => cmd::transactions::run(args).await,
         Command::Features(args) => cmd::features::run(args).await,
+        Command::Acls(args) => cmd::acls::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

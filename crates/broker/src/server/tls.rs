@@ -7,16 +7,15 @@
 //! `ssl.client.auth` none/requested/required; `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
 //! Every property may be prefixed `listener.name.<name>.` for one listener (Kafka's rule).
 
-use std::io::BufReader;
 use std::sync::Arc;
 
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
-use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
+use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
-/// A property as a listener sees it: the `listener.name.<name>.` override, else the global one.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+/// A property as a listener sees it (the PEM readers are shared with the client).
+pub use runnel_client::tls::{enabled_protocols, Lookup};
+use runnel_client::tls::{keystore, truststore};
 
 /// Kafka's `ssl.client.auth`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,96 +34,6 @@ pub fn client_auth(get: Lookup) -> Result<ClientAuth, String> {
             "ssl.client.auth must be none, requested or required, got '{other}'"
         )),
     }
-}
-
-/// `ssl.enabled.protocols` (Kafka's default `TLSv1.2,TLSv1.3`) as rustls versions.
-pub fn enabled_protocols(
-    get: Lookup,
-) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
-    let raw = get("ssl.enabled.protocols").unwrap_or_else(|| "TLSv1.2,TLSv1.3".into());
-    let mut out = Vec::new();
-    for p in raw.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match p {
-            "TLSv1.2" => out.push(&rustls::version::TLS12),
-            "TLSv1.3" => out.push(&rustls::version::TLS13),
-            other => {
-                return Err(format!(
-                    "ssl.enabled.protocols: '{other}' is not supported (TLSv1.2, TLSv1.3)"
-                ))
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err("ssl.enabled.protocols is empty".into());
-    }
-    Ok(out)
-}
-
-fn require_pem(get: Lookup, key: &str) -> Result<(), String> {
-    match get(key).as_deref() {
-        None | Some("PEM") => Ok(()),
-        Some(other) => Err(format!("{key}={other} is not supported (only PEM)")),
-    }
-}
-
-fn read_file(key: &str, path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{key}: cannot read '{path}': {e}"))
-}
-
-fn certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs = rustls_pemfile::certs(&mut BufReader::new(pem))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{what}: bad PEM certificate: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!("{what}: no certificate found"));
-    }
-    Ok(certs)
-}
-
-fn key(pem: &[u8], what: &str) -> Result<PrivateKeyDer<'static>, String> {
-    rustls_pemfile::private_key(&mut BufReader::new(pem))
-        .map_err(|e| format!("{what}: bad PEM key: {e}"))?
-        .ok_or_else(|| {
-            format!("{what}: no unencrypted private key found (ssl.key.password is not supported)")
-        })
-}
-
-/// The listener's certificate chain and key.
-fn keystore(get: Lookup) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
-    require_pem(get, "ssl.keystore.type")?;
-    if let Some(path) = get("ssl.keystore.location") {
-        let pem = read_file("ssl.keystore.location", &path)?;
-        return Ok((
-            certs(&pem, "ssl.keystore.location")?,
-            key(&pem, "ssl.keystore.location")?,
-        ));
-    }
-    match (get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")) {
-        (Some(chain), Some(k)) => Ok((
-            certs(chain.as_bytes(), "ssl.keystore.certificate.chain")?,
-            key(k.as_bytes(), "ssl.keystore.key")?,
-        )),
-        _ => Err("a TLS listener needs ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key".into()),
-    }
-}
-
-fn truststore(get: Lookup) -> Result<Option<RootCertStore>, String> {
-    require_pem(get, "ssl.truststore.type")?;
-    let pem = match (
-        get("ssl.truststore.location"),
-        get("ssl.truststore.certificates"),
-    ) {
-        (Some(path), _) => read_file("ssl.truststore.location", &path)?,
-        (None, Some(inline)) => inline.into_bytes(),
-        (None, None) => return Ok(None),
-    };
-    let mut roots = RootCertStore::empty();
-    for cert in certs(&pem, "ssl.truststore")? {
-        roots
-            .add(cert)
-            .map_err(|e| format!("ssl.truststore: unusable CA certificate: {e}"))?;
-    }
-    Ok(Some(roots))
 }
 
 /// Builds the acceptor for one TLS listener (startup errors name the property at fault).

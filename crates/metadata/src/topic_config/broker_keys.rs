@@ -87,6 +87,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.lag.time.max.ms", Long, "A follower that has not caught up for this long leaves the ISR."),
     ("replica.placement.policy", Str, "Runnel's replica placement: cluster-aware (even leaders and replicas across topics) or kafka (Kafka's random start)."),
     ("replica.selector.class", Class, "Who consumers with a client.rack read from (KIP-392): unset, the leader; Kafka's RackAwareReplicaSelector, a replica in their rack."),
+    ("sasl.mechanism.inter.broker.protocol", Str, "The SASL mechanism a broker authenticates with on the inter-broker listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
     ("super.users", Str, "Principals (User:name, separated by ;) allowed everything, whatever the ACLs say."),
     ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),

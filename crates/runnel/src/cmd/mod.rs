@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the helpers they share (connecting, error rendering).
 
+pub mod acls;
 pub mod args;
 pub mod client_quotas;
 pub mod configs;
@@ -23,14 +24,36 @@ pub mod topics;
 pub mod transactions;
 pub mod user_scram;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use runnel_client::{render_error, Client, ClientConfig, ClientError};
+use anyhow::Context;
+use runnel_client::{render_error, Client, ClientConfig, ClientError, Security};
 
-/// Connects to the cluster named by `--bootstrap-server`.
+/// The security settings of `--command-config` (PLAINTEXT when it is not given).
+static SECURITY: OnceLock<Security> = OnceLock::new();
+
+/// Reads `--command-config FILE` (Kafka client properties) once, before any tool connects.
+pub fn set_command_config(path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let security = match path {
+        None => Security::default(),
+        Some(path) => {
+            let props = runnel_client::security::read_properties_file(path)
+                .map_err(anyhow::Error::msg)
+                .context("--command-config")?;
+            Security::from_properties(&props)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("--command-config {}", path.display()))?
+        }
+    };
+    let _ = SECURITY.set(security);
+    Ok(())
+}
+
+/// Connects to the cluster named by `--bootstrap-server`, secured as `--command-config` says.
 pub async fn connect(bootstrap: &str) -> anyhow::Result<Arc<Client>> {
     let mut config = ClientConfig::new(bootstrap);
     config.connection.client_id = "runnel-cli".into();
+    config.connection.security = SECURITY.get().cloned().unwrap_or_default();
     Ok(Client::connect(config).await?)
 }
 

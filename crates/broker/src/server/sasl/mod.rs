@@ -5,9 +5,9 @@
 //! exchange completes only ApiVersions, SaslHandshake and SaslAuthenticate are served; a
 //! failure answers SASL_AUTHENTICATION_FAILED and the connection is closed.
 
-pub mod jaas;
 pub mod plain;
-pub mod scram;
+/// SCRAM and JAAS live in the client crate (both sides of each exchange in one place).
+pub use runnel_client::sasl::{jaas, scram};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
