@@ -78,6 +78,8 @@ fn round_trip(key: ApiKey, version: i16) {
         ListConfigResources,
         DescribeProducers,
         TxnOffsetCommit,
+        DescribeClientQuotas,
+        AlterClientQuotas,
     );
 }
 
@@ -153,6 +155,8 @@ pairs! {
     ListConfigResources => ListConfigResourcesRequest, ListConfigResourcesResponse;
     DescribeProducers => DescribeProducersRequest, DescribeProducersResponse;
     TxnOffsetCommit => TxnOffsetCommitRequest, TxnOffsetCommitResponse;
+    DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;
+    AlterClientQuotas => AlterClientQuotasRequest, AlterClientQuotasResponse;
 }
 
 fn check<T: Encodable + Decodable + Default + PartialEq + std::fmt::Debug>(
