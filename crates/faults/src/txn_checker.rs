@@ -54,13 +54,16 @@ impl TxnReport {
     }
 }
 
+/// A value written to a partition.
+type PartitionValue = (i32, String);
+
 /// `None` when the history has no transactional workload.
 pub fn check(events: &[Event]) -> Option<TxnReport> {
     let mut report = TxnReport::default();
     let mut any = false;
     // value -> (transaction, outcome); transactions -> their values.
     let mut owner: HashMap<(i32, &str), (&str, &str)> = HashMap::new();
-    let mut txns: BTreeMap<&str, (&str, &[(i32, String)])> = BTreeMap::new();
+    let mut txns: BTreeMap<&str, (&str, &[PartitionValue])> = BTreeMap::new();
     let mut seen_at: BTreeMap<(i32, i64), BTreeSet<&str>> = BTreeMap::new();
     let mut read_during: BTreeSet<(i32, &str)> = BTreeSet::new();
     let mut finally: HashMap<(i32, &str), usize> = HashMap::new();
