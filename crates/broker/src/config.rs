@@ -627,6 +627,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("HOST:PORT"));
+        a.controller_advertise = Some("127.0.0.1:29093".into());
+        a.node_id = 1;
+        a.process_roles = None;
+        assert!(BrokerConfig::from_args(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("for broker-only nodes"));
         a.controller_advertise = None;
         a.controller_quorum_voters = Some("1@127.0.0.1:1,1@127.0.0.1:2".into());
         assert!(BrokerConfig::from_args(&a)
