@@ -134,6 +134,9 @@ pub struct ClusterConfig {
     pub voters: BTreeMap<i32, String>,
     /// Where the quorum listener binds (a controller's own voter address by default).
     pub controller_listen: SocketAddr,
+    /// What the metadata leader dials to replicate to this observer (`--controller-advertise`;
+    /// the bound `controller_listen` when `None`). Voters are dialled at their voter entry.
+    pub controller_advertise: Option<String>,
 }
 
 /// The resolved configuration of one broker process.
@@ -551,11 +554,30 @@ fn cluster_config(
             "--controller-listen expects IP:PORT, got '{listen_raw}'"
         ))
     })?;
+    let controller_advertise = args.controller_advertise.clone();
+    if let Some(adv) = &controller_advertise {
+        if controller {
+            return Err(BrokerError::Config(format!(
+                "--controller-advertise is for broker-only nodes; a voter is dialled at its \
+                 --controller-quorum-voters entry (node {} got '{adv}')",
+                args.node_id
+            )));
+        }
+        if adv
+            .rsplit_once(':')
+            .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        {
+            return Err(BrokerError::Config(format!(
+                "--controller-advertise expects HOST:PORT, got '{adv}'"
+            )));
+        }
+    }
     Ok(Some(ClusterConfig {
         broker,
         controller,
         voters,
         controller_listen,
+        controller_advertise,
     }))
 }
 
@@ -637,6 +659,7 @@ mod tests {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             process_roles: None,
             controller_listen: None,
+            controller_advertise: None,
             controller_quorum_voters: None,
             rack: None,
             add_scram: Vec::new(),
@@ -660,6 +683,25 @@ mod tests {
             BrokerConfig::from_args(&a).is_ok(),
             "a broker-only node need not be a voter"
         );
+        a.controller_advertise = Some("127.0.0.1:29093".into());
+        let c = BrokerConfig::from_args(&a).unwrap();
+        assert_eq!(
+            c.cluster.as_ref().unwrap().controller_advertise.as_deref(),
+            Some("127.0.0.1:29093")
+        );
+        a.controller_advertise = Some("no-port".into());
+        assert!(BrokerConfig::from_args(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("HOST:PORT"));
+        a.controller_advertise = Some("127.0.0.1:29093".into());
+        a.node_id = 1;
+        a.process_roles = None;
+        assert!(BrokerConfig::from_args(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("for broker-only nodes"));
+        a.controller_advertise = None;
         a.controller_quorum_voters = Some("1@127.0.0.1:1,1@127.0.0.1:2".into());
         assert!(BrokerConfig::from_args(&a)
             .unwrap_err()

@@ -64,6 +64,11 @@ pub struct BrokerArgs {
     /// Address of this node's controller (metadata quorum) listener.
     #[arg(long, value_name = "HOST:PORT")]
     pub controller_listen: Option<String>,
+    /// The `HOST:PORT` the metadata leader dials to replicate to this broker-only node (an
+    /// observer); defaults to the bound `--controller-listen` address. Kafka's observers fetch
+    /// and need no such address; Runnel's are pushed to (docs/faults.md uses it for proxies).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub controller_advertise: Option<String>,
     /// Kafka's `controller.quorum.voters`: `id@host:port,...`. Without it the node runs alone.
     #[arg(long, value_name = "VOTERS")]
     pub controller_quorum_voters: Option<String>,

@@ -454,6 +454,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 data_dir.join("metadata-quorum"),
             );
             quorum_config.cluster_id = cluster_id.clone();
+            quorum_config.observer_address = cluster.controller_advertise.clone();
             let quorum = Arc::new(
                 MetadataQuorum::start(quorum_config, quorum_listener)
                     .await

@@ -28,6 +28,8 @@ pub struct Report {
     pub unavailable_ms: u64,
     pub longest_unavailable_ms: u64,
     pub final_read_complete: bool,
+    /// The transactional workload's verdict (`txn_checker`), when it ran.
+    pub txn: Option<crate::txn_checker::TxnReport>,
 }
 
 impl Report {
@@ -38,6 +40,16 @@ impl Report {
             + self.divergent.len()
             + self.vanished.len()
             + self.regressions.len()
+            + self
+                .txn
+                .as_ref()
+                .map_or(0, crate::txn_checker::TxnReport::safety_violations)
+    }
+
+    /// Whether every final read (the queue's, and the transactional one's if it ran) reached
+    /// the end of every partition.
+    pub fn complete(&self) -> bool {
+        self.final_read_complete && self.txn.as_ref().is_none_or(|t| t.final_read_complete)
     }
 
     /// The one summary line every run ends with.
@@ -156,6 +168,7 @@ pub fn check(events: &[Event]) -> Report {
     let (total, longest) = unavailability(events);
     report.unavailable_ms = total;
     report.longest_unavailable_ms = longest;
+    report.txn = crate::txn_checker::check(events);
     report
 }
 

@@ -41,6 +41,9 @@ pub struct Node {
     pub controller_proxy: u16,
     pub data_dir: PathBuf,
     pub log_path: PathBuf,
+    /// `--process-roles broker`: an observer of the metadata quorum (a Raft learner the
+    /// leader dials at `--controller-advertise`, this node's controller proxy).
+    pub broker_only: bool,
     child: Option<Child>,
     pub paused: bool,
     starts: u32,
@@ -59,9 +62,13 @@ impl Cluster {
         bin: PathBuf,
         dir: &std::path::Path,
         n: i32,
+        broker_only: i32,
         overrides: Vec<String>,
         net: Arc<Network>,
     ) -> anyhow::Result<Self> {
+        if broker_only < 0 || n - broker_only < 1 {
+            bail!("{n} nodes with {broker_only} broker-only leave no controller");
+        }
         let mut given = BTreeSet::new();
         let mut nodes = Vec::new();
         for id in 1..=n {
@@ -73,6 +80,7 @@ impl Cluster {
                 controller_proxy: free_port(&mut given)?,
                 data_dir: dir.join(format!("node-{id}")),
                 log_path: dir.join(format!("node-{id}.log")),
+                broker_only: id > n - broker_only,
                 child: None,
                 paused: false,
                 starts: 0,
@@ -80,6 +88,7 @@ impl Cluster {
         }
         let voters = nodes
             .iter()
+            .filter(|n| !n.broker_only)
             .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_proxy))
             .collect::<Vec<_>>()
             .join(",");
@@ -130,8 +139,14 @@ impl Cluster {
                 "--controller-listen",
                 &format!("127.0.0.1:{}", node.controller_port),
             ])
-            .args(["--controller-quorum-voters", &voters])
-            .arg("--data-dir")
+            .args(["--controller-quorum-voters", &voters]);
+        if node.broker_only {
+            cmd.args(["--process-roles", "broker"]).args([
+                "--controller-advertise",
+                &format!("127.0.0.1:{}", node.controller_proxy),
+            ]);
+        }
+        cmd.arg("--data-dir")
             .arg(&node.data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -14,6 +14,8 @@ pub struct Executor {
     pub cluster: Arc<Mutex<Cluster>>,
     pub rec: Recorder,
     pub nodes: i32,
+    /// Nodes `1..=voters` are controllers (the quorum's voters), the rest broker-only.
+    pub voters: i32,
     pub runtime: tokio::runtime::Handle,
     pub bootstrap: String,
     /// Where each node's data filesystem is (the disk nemesis fills it).
@@ -28,7 +30,7 @@ impl Executor {
     fn topology(&self, down: &BTreeSet<i32>, cut: &BTreeSet<(i32, i32)>) {
         self.rec.record(Event::Topology {
             t: self.rec.now(),
-            majority_connected: majority_connected(self.nodes, down, cut),
+            majority_connected: majority_connected(self.nodes, self.voters, down, cut),
         });
     }
 

@@ -69,6 +69,32 @@ pub enum Event {
         partition: i32,
         offset: i64,
     },
+    /// One transaction of the transactional workload, completed at `t + latency`. `outcome`:
+    /// `committed` (commit confirmed), `aborted` (commit never requested: none of its values
+    /// may ever be read committed) or `unknown` (commit requested, not confirmed).
+    Txn {
+        t: u64,
+        latency: u64,
+        txn: String,
+        values: Vec<(i32, String)>,
+        outcome: String,
+        error: Option<String>,
+    },
+    /// A record a read_committed consumer read while the run went on.
+    TxnRead {
+        t: u64,
+        partition: i32,
+        offset: i64,
+        value: String,
+    },
+    /// A record of the final read_committed read of the transactional topic.
+    TxnFinalRead {
+        partition: i32,
+        offset: i64,
+        value: String,
+    },
+    /// Whether that read reached every partition's high watermark (no transaction open).
+    TxnFinalReadDone { complete: bool, detail: String },
     /// Something a person should know (a node that exited on its own, a producer restart).
     Info { t: u64, message: String },
 }

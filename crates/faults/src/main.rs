@@ -13,6 +13,8 @@ mod run;
 mod selftest;
 mod table;
 mod timeline;
+mod txn_checker;
+mod txn_workload;
 mod workload;
 
 use std::path::PathBuf;
@@ -41,9 +43,13 @@ struct Args {
     /// Several runs, one per seed (comma-separated), e.g. the CI's short variant.
     #[arg(long, value_delimiter = ',')]
     seeds: Vec<u64>,
-    /// Cluster size (every node broker and controller).
+    /// Cluster size.
     #[arg(long, default_value_t = 3)]
     nodes: i32,
+    /// How many of the nodes (the highest ids) are broker-only (`--process-roles broker`,
+    /// observers of the metadata quorum); the others are broker and controller.
+    #[arg(long, default_value_t = 0)]
+    broker_only: i32,
     #[arg(long, default_value_t = 4)]
     partitions: i32,
     #[arg(long, default_value_t = 3)]
@@ -59,6 +65,10 @@ struct Args {
     /// How many confluent-kafka producers run beside the Rust ones (with --python).
     #[arg(long, default_value_t = 1)]
     ck_producers: usize,
+    /// How many confluent-kafka transactional producers run (with --python; 0: none), with one
+    /// read_committed follower, on their own topic.
+    #[arg(long, default_value_t = 2)]
+    txn_producers: usize,
     /// The runnel binary.
     #[arg(long, env = "RUNNEL_BIN")]
     bin: PathBuf,
@@ -129,8 +139,15 @@ fn real_main(args: Args) -> anyhow::Result<ExitCode> {
     for seed in seeds {
         let opts = options(&args, &families, seed, Scenario::Random, "run");
         println!(
-            "reproduce: scripts/faults --time {} --nemesis {} --nodes {} --seed {seed}",
-            args.time, args.nemesis, args.nodes
+            "reproduce: scripts/faults --time {} --nemesis {} --nodes {}{} --seed {seed}",
+            args.time,
+            args.nemesis,
+            args.nodes,
+            if args.broker_only > 0 {
+                format!(" --broker-only {}", args.broker_only)
+            } else {
+                String::new()
+            }
         );
         let out = run::run(&opts)?;
         print!("{}", run::render_report(&out.report));
@@ -160,6 +177,7 @@ fn options(
         bin: args.bin.clone(),
         dir: run::default_dir(&args.out, label, seed),
         nodes: args.nodes,
+        broker_only: args.broker_only,
         partitions: args.partitions,
         producers: args.producers,
         consumers: args.consumers,
@@ -170,6 +188,7 @@ fn options(
         pace_ms: args.pace_ms,
         python: args.python.clone(),
         ck_producers: args.ck_producers,
+        txn_producers: args.txn_producers,
     }
 }
 
@@ -178,7 +197,7 @@ fn options(
 fn code_for(report: &checker::Report) -> u8 {
     if report.safety_violations() > 0 {
         1
-    } else if !report.final_read_complete {
+    } else if !report.complete() {
         2
     } else {
         0
@@ -204,6 +223,7 @@ fn self_test(args: &Args, _families: &[Family]) -> anyhow::Result<ExitCode> {
     ] {
         let mut opts = options(args, &[], args.seed.unwrap_or(1), scenario, label);
         opts.nodes = 3;
+        opts.broker_only = 0;
         let out = run::run(&opts)?;
         print!("{}", run::render_report(&out.report));
         println!("{}", out.report.summary_line());

@@ -189,10 +189,18 @@ pub fn cut_pairs(split: &Split, nodes: i32, controller: i32) -> BTreeSet<(i32, i
     out
 }
 
-/// Whether some majority of the nodes is up (not killed, paused) and pairwise connected.
-pub fn majority_connected(nodes: i32, down: &BTreeSet<i32>, cut: &BTreeSet<(i32, i32)>) -> bool {
+/// Whether some majority of the nodes is up (not killed, paused) and pairwise connected, with
+/// a majority of the metadata quorum's voters (nodes `1..=voters`; the rest are broker-only)
+/// among them.
+pub fn majority_connected(
+    nodes: i32,
+    voters: i32,
+    down: &BTreeSet<i32>,
+    cut: &BTreeSet<(i32, i32)>,
+) -> bool {
     let ids: Vec<i32> = (1..=nodes).filter(|i| !down.contains(i)).collect();
     let need = nodes / 2 + 1;
+    let need_voters = voters / 2 + 1;
     let n = ids.len();
     if (n as i32) < need {
         return false;
@@ -203,6 +211,7 @@ pub fn majority_connected(nodes: i32, down: &BTreeSet<i32>, cut: &BTreeSet<(i32,
             .map(|i| ids[i])
             .collect();
         group.len() as i32 >= need
+            && group.iter().filter(|id| **id <= voters).count() as i32 >= need_voters
             && group.iter().all(|a| {
                 group
                     .iter()
@@ -238,8 +247,8 @@ mod tests {
     fn a_minority_partition_keeps_a_connected_majority() {
         let cut = cut_pairs(&Split::Minority(vec![2]), 3, 0);
         assert_eq!(cut, BTreeSet::from([(1, 2), (2, 3)]));
-        assert!(majority_connected(3, &BTreeSet::new(), &cut));
-        assert!(!majority_connected(3, &BTreeSet::from([1]), &cut));
+        assert!(majority_connected(3, 3, &BTreeSet::new(), &cut));
+        assert!(!majority_connected(3, 3, &BTreeSet::from([1]), &cut));
     }
 
     #[test]
@@ -259,7 +268,19 @@ mod tests {
                 .count();
             assert_eq!(seen, 3, "node {a} sees a majority");
         }
-        assert!(!majority_connected(5, &BTreeSet::new(), &cut));
+        assert!(!majority_connected(5, 5, &BTreeSet::new(), &cut));
+    }
+
+    #[test]
+    fn with_broker_only_nodes_the_majority_needs_a_majority_of_the_voters() {
+        // 3 voters (1-3) and 2 broker-only nodes (4, 5): {1, 4, 5} is a majority of the
+        // nodes but holds one voter, so no quorum; {1, 2, 4} holds two.
+        let cut = cut_pairs(&Split::Minority(vec![2, 3]), 5, 0);
+        assert!(majority_connected(5, 5, &BTreeSet::new(), &cut));
+        assert!(!majority_connected(5, 3, &BTreeSet::new(), &cut));
+        let cut = cut_pairs(&Split::Minority(vec![3, 5]), 5, 0);
+        assert!(majority_connected(5, 3, &BTreeSet::new(), &cut));
+        assert!(!majority_connected(5, 3, &BTreeSet::from([1]), &cut));
     }
 
     #[test]

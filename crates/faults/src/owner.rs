@@ -14,40 +14,73 @@ fn parse_hex_addr(field: &str) -> Option<SocketAddrV4> {
     Some(SocketAddrV4::new(Ipv4Addr::from(ip.to_le_bytes()), port))
 }
 
-/// The inode of the socket whose local address is `peer` and remote address `local`.
-pub fn inode_of(table: &str, peer: SocketAddr, local: SocketAddr) -> Option<u64> {
-    let (SocketAddr::V4(peer), SocketAddr::V4(local)) = (peer, local) else {
-        return None;
-    };
-    table.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (l, r, inode) = (fields.get(1)?, fields.get(2)?, fields.get(9)?);
-        (parse_hex_addr(l)? == peer && parse_hex_addr(r)? == local)
-            .then(|| inode.parse().ok())
-            .flatten()
-    })
+/// One scan of `/proc/net/tcp` and of the brokers' file descriptors, shared by every
+/// connection accepted before it began: a scan per connection does not keep up when clients
+/// reconnect in bursts (hundreds of scans at once, each reading thousands of sockets, starved
+/// the proxies and with them the cluster).
+pub struct Snapshot {
+    /// When the scan began: every connection accepted earlier is in it.
+    pub taken: std::time::Instant,
+    /// (local, remote) -> socket inode, from `/proc/net/tcp`.
+    sockets: std::collections::HashMap<(SocketAddrV4, SocketAddrV4), u64>,
+    /// socket inode -> pid, over the given pids' descriptors.
+    holders: std::collections::HashMap<u64, u32>,
 }
 
-/// The first of `pids` holding socket `inode` open.
-pub fn pid_holding(inode: u64, pids: &[u32]) -> Option<u32> {
-    let needle = format!("socket:[{inode}]");
-    pids.iter().copied().find(|pid| {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .map(|dir| {
-                dir.flatten().any(|fd| {
-                    std::fs::read_link(fd.path())
-                        .map(|target| target.as_os_str() == needle.as_str())
-                        .unwrap_or(false)
-                })
+impl Snapshot {
+    pub fn take(pids: &[u32]) -> Snapshot {
+        let taken = std::time::Instant::now();
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+        let mut holders = std::collections::HashMap::new();
+        for pid in pids {
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue;
+            };
+            for fd in dir.flatten() {
+                if let Ok(target) = std::fs::read_link(fd.path()) {
+                    let t = target.to_string_lossy();
+                    if let Some(inode) = t
+                        .strip_prefix("socket:[")
+                        .and_then(|r| r.strip_suffix(']'))
+                        .and_then(|i| i.parse::<u64>().ok())
+                    {
+                        holders.insert(inode, *pid);
+                    }
+                }
+            }
+        }
+        Snapshot::from_parts(taken, &table, holders)
+    }
+
+    pub fn from_parts(
+        taken: std::time::Instant,
+        table: &str,
+        holders: std::collections::HashMap<u64, u32>,
+    ) -> Snapshot {
+        let sockets = table
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let l = parse_hex_addr(fields.get(1)?)?;
+                let r = parse_hex_addr(fields.get(2)?)?;
+                Some(((l, r), fields.get(9)?.parse().ok()?))
             })
-            .unwrap_or(false)
-    })
-}
+            .collect();
+        Snapshot {
+            taken,
+            sockets,
+            holders,
+        }
+    }
 
-/// The pid (among `pids`) that owns the connection from `peer` to our `local` address.
-pub fn owner(peer: SocketAddr, local: SocketAddr, pids: &[u32]) -> Option<u32> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    pid_holding(inode_of(&table, peer, local)?, pids)
+    /// The pid that owns the connection from `peer` to our `local` address.
+    pub fn owner(&self, peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+        let (SocketAddr::V4(peer), SocketAddr::V4(local)) = (peer, local) else {
+            return None;
+        };
+        self.holders.get(self.sockets.get(&(peer, local))?).copied()
+    }
 }
 
 #[cfg(test)]
@@ -59,11 +92,13 @@ mod tests {
    1: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 434343 1 0000000000000000 20 4 30 10 -1";
 
     #[test]
-    fn finds_the_peer_side_of_a_connection() {
+    fn a_snapshot_maps_a_connection_to_its_holder() {
+        let holders = std::collections::HashMap::from([(424242, 77)]);
+        let snap = Snapshot::from_parts(std::time::Instant::now(), TABLE, holders);
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
-        let proxy: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert_eq!(inode_of(TABLE, peer, proxy), Some(424242));
-        assert_eq!(inode_of(TABLE, proxy, peer), Some(434343));
+        let local: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(snap.owner(peer, local), Some(77));
+        assert_eq!(snap.owner(local, peer), None, "that socket is nobody's");
     }
 
     #[test]
@@ -74,9 +109,9 @@ mod tests {
         let (_accepted, peer) = listener.accept().unwrap();
         assert_eq!(peer, client.local_addr().unwrap());
         assert_eq!(
-            owner(peer, local, &[std::process::id()]),
+            Snapshot::take(&[std::process::id()]).owner(peer, local),
             Some(std::process::id())
         );
-        assert_eq!(owner(peer, local, &[1]), None);
+        assert_eq!(Snapshot::take(&[1]).owner(peer, local), None);
     }
 }

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -58,6 +58,8 @@ type Link = (i32, i32, Listener);
 pub struct Network {
     links: Mutex<HashMap<Link, LinkState>>,
     pids: Mutex<Vec<(u32, i32)>>,
+    /// The latest owner scan, shared by the connections accepted before it began.
+    snapshot: tokio::sync::Mutex<Option<Arc<owner::Snapshot>>>,
     changed: Mutex<Option<watch::Sender<u64>>>,
 }
 
@@ -137,10 +139,31 @@ impl Network {
         }
     }
 
-    fn source_of(&self, peer: SocketAddr, local: SocketAddr) -> i32 {
+    /// The node that opened a connection accepted at `accepted` (0: not a broker). One scan
+    /// at a time; a scan that began after the accept answers it.
+    async fn source_of(&self, peer: SocketAddr, local: SocketAddr, accepted: Instant) -> i32 {
         let pids = self.pids.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let candidates: Vec<u32> = pids.iter().map(|(p, _)| *p).collect();
-        owner::owner(peer, local, &candidates)
+        let snapshot = {
+            let mut latest = self.snapshot.lock().await;
+            match &*latest {
+                Some(s) if s.taken >= accepted => s.clone(),
+                _ => {
+                    let candidates: Vec<u32> = pids.iter().map(|(p, _)| *p).collect();
+                    // The scan reads files: keep it off the reactor threads.
+                    let taken =
+                        tokio::task::spawn_blocking(move || owner::Snapshot::take(&candidates))
+                            .await;
+                    let Ok(s) = taken else {
+                        return 0;
+                    };
+                    let s = Arc::new(s);
+                    *latest = Some(s.clone());
+                    s
+                }
+            }
+        };
+        snapshot
+            .owner(peer, local)
             .and_then(|pid| pids.iter().find(|(p, _)| *p == pid).map(|(_, n)| *n))
             .unwrap_or(0)
     }
@@ -163,13 +186,10 @@ pub async fn serve(
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        let accepted = Instant::now();
         let net = net.clone();
         tokio::spawn(async move {
-            // The /proc scan reads files: keep it off the reactor threads.
-            let n = net.clone();
-            let src = tokio::task::spawn_blocking(move || n.source_of(peer, local))
-                .await
-                .unwrap_or(0);
+            let src = net.source_of(peer, local, accepted).await;
             connection(net, (src, dst, listener), inbound, target).await;
         });
     }

@@ -16,6 +16,7 @@ use crate::executor::Executor;
 use crate::history::{Event, Outcome, Recorder};
 use crate::nemesis::{self, Family};
 use crate::proxy::{self, Network};
+use crate::txn_workload::{self, TXN_TOPIC};
 use crate::workload::{self, Setup};
 
 pub const TOPIC: &str = "faults";
@@ -38,6 +39,8 @@ pub struct Options {
     pub bin: PathBuf,
     pub dir: PathBuf,
     pub nodes: i32,
+    /// How many of the nodes (the highest ids) are broker-only (`--process-roles broker`).
+    pub broker_only: i32,
     pub partitions: i32,
     pub producers: usize,
     pub consumers: usize,
@@ -49,6 +52,8 @@ pub struct Options {
     /// A Python with confluent-kafka: that many more producers use librdkafka.
     pub python: Option<PathBuf>,
     pub ck_producers: usize,
+    /// With `python`: that many transactional producers and a read_committed follower.
+    pub txn_producers: usize,
 }
 
 pub struct Outcomes {
@@ -91,6 +96,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Outcomes> {
         opts.bin.clone(),
         &opts.dir,
         opts.nodes,
+        opts.broker_only,
         overrides(opts.scenario),
         net.clone(),
     )?;
@@ -167,17 +173,33 @@ fn run_mounted(
     }
     let bootstrap = cluster.bootstrap();
     rec.info(format!(
-        "cluster of {} up behind proxies: {bootstrap}",
-        opts.nodes
+        "cluster of {} ({} broker-only) up behind proxies: {bootstrap}",
+        opts.nodes, opts.broker_only
     ));
     let partitions = match opts.scenario {
         Scenario::Unclean => 1,
         _ => opts.partitions,
     };
-    rt.block_on(create_topic(&bootstrap, opts.scenario, partitions))?;
+    rt.block_on(create_topic(&bootstrap, TOPIC, opts.scenario, partitions))?;
     rec.info(format!(
         "topic {TOPIC}: {partitions} partitions, RF 3, full ISR"
     ));
+    let txn_python = opts
+        .python
+        .clone()
+        .filter(|_| opts.txn_producers > 0 && opts.scenario == Scenario::Random);
+    if txn_python.is_some() {
+        rt.block_on(create_topic(
+            &bootstrap,
+            TXN_TOPIC,
+            opts.scenario,
+            partitions,
+        ))?;
+        rec.info(format!(
+            "topic {TXN_TOPIC}: {partitions} partitions, RF 3, full ISR; {} transactional producers",
+            opts.txn_producers
+        ));
+    }
     let cluster = Arc::new(Mutex::new(cluster));
     let stop = Arc::new(AtomicBool::new(false));
     let setup = Setup {
@@ -208,11 +230,28 @@ fn run_mounted(
     for id in 0..opts.consumers {
         tasks.push(rt.spawn(workload::consume(setup.clone(), id)));
     }
+    let txn_setup = Setup {
+        topic: TXN_TOPIC.into(),
+        ..setup.clone()
+    };
+    if let Some(python) = &txn_python {
+        for id in 0..opts.txn_producers {
+            tasks.push(rt.spawn(txn_workload::produce(
+                txn_setup.clone(),
+                id,
+                python.clone(),
+                Duration::from_millis(opts.pace_ms.max(20)),
+                opts.seed,
+            )));
+        }
+        tasks.push(rt.spawn(txn_workload::follow(txn_setup.clone(), 0, python.clone())));
+    }
     tasks.push(rt.spawn(workload::watch_offsets(setup.clone())));
     let executor = Executor {
         cluster: cluster.clone(),
         rec: rec.clone(),
         nodes: opts.nodes,
+        voters: opts.nodes - opts.broker_only,
         runtime: rt.handle().clone(),
         bootstrap: bootstrap.clone(),
         disk,
@@ -242,6 +281,14 @@ fn run_mounted(
     });
     rec.info("workload stopped; final read from every partition's log start");
     rt.block_on(workload::final_read(&setup, Duration::from_secs(90)));
+    if let Some(python) = &txn_python {
+        rec.info("final read_committed read of the transactional topic");
+        rt.block_on(txn_workload::final_read(
+            &txn_setup,
+            python,
+            Duration::from_secs(90),
+        ));
+    }
     cluster.lock().unwrap_or_else(|p| p.into_inner()).stop_all();
     Ok(())
 }
@@ -282,10 +329,15 @@ fn wait_recovery(rec: &Recorder, since: u64, partitions: i32, within: Duration) 
     }
 }
 
-async fn create_topic(bootstrap: &str, scenario: Scenario, partitions: i32) -> anyhow::Result<()> {
+async fn create_topic(
+    bootstrap: &str,
+    name: &str,
+    scenario: Scenario,
+    partitions: i32,
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     let admin = Admin::new(workload::client_until(bootstrap, deadline).await?);
-    let mut topic = NewTopic::new(TOPIC, partitions, 3);
+    let mut topic = NewTopic::new(name, partitions, 3);
     topic.configs = match scenario {
         Scenario::Unclean => vec![
             ("unclean.leader.election.enable".into(), "true".into()),
@@ -312,7 +364,7 @@ async fn create_topic(bootstrap: &str, scenario: Scenario, partitions: i32) -> a
         }
     }
     loop {
-        let names = [TOPIC.to_string()];
+        let names = [name.to_string()];
         if let Ok(topics) = admin.describe_topics(Some(&names[..])).await {
             let ready = topics.first().is_some_and(|t| {
                 t.partitions.len() == usize::try_from(partitions).unwrap_or(0)
@@ -325,7 +377,7 @@ async fn create_topic(bootstrap: &str, scenario: Scenario, partitions: i32) -> a
             }
         }
         if Instant::now() > deadline {
-            anyhow::bail!("topic {TOPIC} has no leader and full ISR everywhere after 120 s");
+            anyhow::bail!("topic {name} has no leader and full ISR everywhere after 120 s");
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -392,6 +444,44 @@ pub fn render_report(r: &Report) -> String {
             .map(|(p, f, o)| format!("p{p} {o} after {f}"))
             .collect(),
     );
+    if let Some(t) = &r.txn {
+        let _ = writeln!(
+            s,
+            "transactions: final read_committed read complete: {}",
+            t.final_read_complete
+        );
+        let _ = writeln!(s, "{}", t.summary_line());
+        show(
+            &mut s,
+            "txn aborted reads",
+            t.aborted_reads
+                .iter()
+                .map(|(p, v)| format!("p{p} {v}"))
+                .collect(),
+        );
+        show(
+            &mut s,
+            "txn lost",
+            t.lost.iter().map(|(p, v)| format!("p{p} {v}")).collect(),
+        );
+        show(
+            &mut s,
+            "txn duplicated",
+            t.duplicated
+                .iter()
+                .map(|(p, v)| format!("p{p} {v}"))
+                .collect(),
+        );
+        show(&mut s, "txn torn", t.torn.clone());
+        show(
+            &mut s,
+            "txn divergent",
+            t.divergent
+                .iter()
+                .map(|(p, o, v)| format!("p{p}@{o} {v:?}"))
+                .collect(),
+        );
+    }
     s
 }
 

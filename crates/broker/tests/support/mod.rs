@@ -71,6 +71,7 @@ impl InProcessBroker {
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             process_roles: None,
             controller_listen: None,
+            controller_advertise: None,
             controller_quorum_voters: None,
             rack: None,
             add_scram: Vec::new(),
