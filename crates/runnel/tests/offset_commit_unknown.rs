@@ -118,3 +118,59 @@ fn commits_to_unknown_topics_and_partitions_fail_per_partition() {
         "only the existing partitions were stored"
     );
 }
+
+/// TxnOffsetCommit too (issue 16): partitions the metadata does not have are answered
+/// UNKNOWN_TOPIC_OR_PARTITION before the transaction is even looked at, at every version.
+#[test]
+fn transactional_commits_to_unknown_partitions_fail_per_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &["offsets.topic.num.partitions=1"]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("known", 1, 1, &[]).0, 0);
+    wait_until("topic known in the metadata", || {
+        partition_states(&broker.addr, "known").is_some_and(|ps| ps.len() == 1)
+    });
+    let topic = |name: &str, partitions: &[i32]| {
+        txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_string(name.into())))
+            .with_partitions(
+                partitions
+                    .iter()
+                    .map(|p| {
+                        txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(*p)
+                            .with_committed_offset(5)
+                    })
+                    .collect(),
+            )
+    };
+    for version in 0..=5 {
+        let req = TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("t-unknown")))
+            .with_group_id(GroupId(StrBytes::from_static_str("g-unknown")))
+            .with_producer_id(ProducerId(7))
+            .with_producer_epoch(0)
+            .with_generation_id(-1)
+            .with_member_id(StrBytes::from_static_str(""))
+            .with_topics(vec![topic("known", &[1]), topic("missing", &[0])]);
+        let resp: TxnOffsetCommitResponse = wire.call(ApiKey::TxnOffsetCommit, version, &req);
+        let codes: Vec<(String, i32, i16)> = resp
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |p| (t.name.0.to_string(), p.partition_index, p.error_code))
+            })
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                ("known".to_string(), 1, UNKNOWN_TOPIC_OR_PARTITION),
+                ("missing".to_string(), 0, UNKNOWN_TOPIC_OR_PARTITION),
+            ],
+            "TxnOffsetCommit v{version}"
+        );
+    }
+    assert!(committed(&mut wire).is_empty(), "nothing was stored");
+}
