@@ -421,7 +421,9 @@ fn read_partition(
             return answer;
         }
     }
-    // Read before the log lock (lock order); it only grows while this broker leads.
+    // Read before the log lock (lock order). A leader's LSO only grows; a follower serving
+    // consumers (KIP-392) may have truncated since, so the read stays capped by the HW taken
+    // under the lock.
     let lso = partition.last_stable_offset();
     let mut aborted = None;
     // Locate under the lock, read without it.
