@@ -5,13 +5,12 @@
 //! read_committed read after healing (`final`). Every line they print becomes an event of
 //! the history; the checker (`txn_checker.rs`) judges them.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
 use crate::history::{Event, Recorder};
-use crate::workload::Setup;
+use crate::workload::{run_child_until_stop, Setup};
 
 pub const TXN_TOPIC: &str = "faults-txn";
 
@@ -32,47 +31,36 @@ fn command(python: &std::path::Path, s: &Setup, mode: &str) -> tokio::process::C
     cmd
 }
 
-/// Runs one `ck_txn.py` process until `stop` (then closes its stdin and waits, bounded),
-/// recording each of its lines.
-async fn run_until_stop(s: Setup, mut cmd: tokio::process::Command, what: String) {
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return s.rec.info(format!("{what}: {e}")),
-    };
-    let stdin = child.stdin.take();
-    let Some(stdout) = child.stdout.take() else {
-        return;
-    };
-    let rec = s.rec.clone();
-    let reader = tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            record_line(&rec, &line);
-        }
-    });
-    while !s.stop.load(Ordering::SeqCst) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    drop(stdin);
-    let _ = tokio::time::timeout(Duration::from_secs(45), child.wait()).await;
-    let _ = child.start_kill();
-    let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
-}
-
 /// A transactional producer (`transactional.id` `faults-txn-<id>`).
 pub async fn produce(s: Setup, id: usize, python: std::path::PathBuf, pace: Duration, seed: u64) {
     let mut cmd = command(&python, &s, "produce");
     cmd.arg(id.to_string())
         .arg(pace.as_millis().to_string())
         .arg(seed.to_string());
-    run_until_stop(s, cmd, format!("transactional producer {id}")).await;
+    run_child_until_stop(
+        s,
+        cmd,
+        format!("transactional producer {id}"),
+        |rec, line| {
+            record_line(rec, line);
+        },
+    )
+    .await;
 }
 
 /// A read_committed consumer reading the topic from its start while the run goes on.
 pub async fn follow(s: Setup, id: usize, python: std::path::PathBuf) {
     let mut cmd = command(&python, &s, "follow");
     cmd.arg(id.to_string());
-    run_until_stop(s, cmd, format!("read_committed follower {id}")).await;
+    run_child_until_stop(
+        s,
+        cmd,
+        format!("read_committed follower {id}"),
+        |rec, line| {
+            record_line(rec, line);
+        },
+    )
+    .await;
 }
 
 /// The final read_committed read; records a `TxnFinalReadDone` whatever happens.

@@ -370,10 +370,9 @@ async fn final_read_inner(s: &Setup, deadline: Instant) -> anyhow::Result<usize>
 /// lines recorded like the Rust producers'. Stops when `stop` is set (stdin closed, SIGTERM),
 /// then waits (bounded) for its last answers.
 pub async fn produce_confluent(s: Setup, id: usize, python: std::path::PathBuf, pace: Duration) {
-    use tokio::io::AsyncBufReadExt;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/ck_producer.py");
-    let child = tokio::process::Command::new(&python)
-        .arg(script)
+    let mut cmd = tokio::process::Command::new(&python);
+    cmd.arg(script)
         .arg(&s.bootstrap)
         .arg(&s.topic)
         .arg(s.partitions.to_string())
@@ -381,11 +380,28 @@ pub async fn produce_confluent(s: Setup, id: usize, python: std::path::PathBuf, 
         .arg(pace.as_millis().to_string())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
-    let mut child = match child {
+        .kill_on_drop(true);
+    run_child_until_stop(
+        s,
+        cmd,
+        format!("confluent-kafka producer {id}"),
+        record_confluent,
+    )
+    .await;
+}
+
+/// Runs a workload child process (stdin and stdout piped) until `stop`, handing each of its
+/// stdout lines to `record`; then closes its stdin and waits for it, bounded.
+pub(crate) async fn run_child_until_stop(
+    s: Setup,
+    mut cmd: tokio::process::Command,
+    what: String,
+    record: fn(&Recorder, &str),
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return s.rec.info(format!("confluent-kafka producer {id}: {e}")),
+        Err(e) => return s.rec.info(format!("{what}: {e}")),
     };
     let stdin = child.stdin.take();
     let Some(stdout) = child.stdout.take() else {
@@ -395,7 +411,7 @@ pub async fn produce_confluent(s: Setup, id: usize, python: std::path::PathBuf, 
     let reader = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            record_confluent(&rec, &line);
+            record(&rec, &line);
         }
     });
     while !s.stop.load(Ordering::SeqCst) {
