@@ -30,6 +30,16 @@ async fn an_idempotent_producers_batches_reach_the_broker_in_sequence_order() {
         cluster::create(&cluster.addr(0), "ordered", PARTITIONS, 1),
         0
     );
+    // With no retries, a leader that has not applied the new topic yet would refuse the first
+    // batch (UNKNOWN_TOPIC_OR_PARTITION, retriable in Kafka). A broker applies an image to its
+    // replicas before it serves it in Metadata, so every node listing every leader is enough.
+    for node in 0..3 {
+        support::wait_until("every broker knows every leader of the topic", || {
+            cluster::partition_states(&cluster.addr(node), "ordered").is_some_and(|ps| {
+                ps.len() == PARTITIONS as usize && ps.iter().all(|p| p.leader >= 0)
+            })
+        });
+    }
     for round in 0..3 {
         let client = Client::connect(ClientConfig::new(cluster.addr(0).as_str()))
             .await
