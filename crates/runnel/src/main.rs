@@ -61,6 +61,8 @@ enum Command {
     Features(cmd::features::FeaturesArgs),
     /// Add, remove and list ACLs (kafka-acls.sh).
     Acls(cmd::acls::AclsArgs),
+    /// Format a data directory, show it, or print a random UUID (kafka-storage.sh).
+    Storage(cmd::storage::StorageArgs),
 }
 
 fn init_tracing() {
@@ -101,6 +103,7 @@ async fn main() -> ExitCode {
         Command::Transactions(args) => cmd::transactions::run(args).await,
         Command::Features(args) => cmd::features::run(args).await,
         Command::Acls(args) => cmd::acls::run(args).await,
+        Command::Storage(args) => cmd::storage::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

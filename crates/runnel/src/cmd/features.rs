@@ -87,7 +87,7 @@ pub fn describe_line(name: &str, min: i16, max: i16, finalized: i16, epoch: i64)
 }
 
 /// Kafka's `MetadataVersion` names of the feature levels Runnel supports (7..=25).
-fn metadata_version_name(level: i16) -> Option<&'static str> {
+pub fn metadata_version_name(level: i16) -> Option<&'static str> {
     const NAMES: [&str; 19] = [
         "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2",
         "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0",

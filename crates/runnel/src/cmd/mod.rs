@@ -18,6 +18,7 @@ pub mod metadata_quorum;
 pub mod perf;
 pub mod produce;
 pub mod reassign;
+pub mod storage;
 pub mod topic_filter;
 pub mod topic_id;
 pub mod topics;
