@@ -63,6 +63,8 @@ enum Command {
     Acls(cmd::acls::AclsArgs),
     /// Format a data directory, show it, or print a random UUID (kafka-storage.sh).
     Storage(cmd::storage::StorageArgs),
+    /// Print the batches, records and indexes of log segment files, offline (kafka-dump-log.sh).
+    DumpLog(cmd::dump_log::DumpLogArgs),
 }
 
 fn init_tracing() {
@@ -104,6 +106,7 @@ async fn main() -> ExitCode {
         Command::Features(args) => cmd::features::run(args).await,
         Command::Acls(args) => cmd::acls::run(args).await,
         Command::Storage(args) => cmd::storage::run(args),
+        Command::DumpLog(args) => cmd::dump_log::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ pub mod configs;
 pub mod consume;
 pub mod delete_records;
 pub mod dev_cluster;
+pub mod dump_log;
 pub mod features;
 pub mod get_offsets;
 pub mod groups;

@@ -39,6 +39,14 @@ pub struct NodeArgs {
     /// The node id (default: `node.id` of --config, else 1 as `runnel broker`).
     #[arg(long)]
     pub node_id: Option<i32>,
+    /// The node's roles, as `runnel broker --process-roles` (default: `process.roles` of
+    /// --config, else broker,controller).
+    #[arg(long, value_name = "ROLES")]
+    pub process_roles: Option<String>,
+    /// The static quorum, as `runnel broker --controller-quorum-voters` (or
+    /// `controller.quorum.voters` in --config).
+    #[arg(long, value_name = "VOTERS")]
+    pub controller_quorum_voters: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -192,12 +200,15 @@ pub fn format(args: &FormatArgs) -> Result<String> {
             args.cluster_id
         );
     }
-    let roles = props
-        .get("process.roles")
-        .cloned()
+    let roles = args
+        .node
+        .process_roles
+        .clone()
+        .or_else(|| props.get("process.roles").cloned())
         .unwrap_or_else(|| "broker,controller".into());
     let controller = roles.split(',').any(|r| r.trim() == "controller");
-    let static_voters = props.contains_key("controller.quorum.voters");
+    let static_voters = args.node.controller_quorum_voters.is_some()
+        || props.contains_key("controller.quorum.voters");
     let mut initial_controllers = Vec::new();
     if let Some(raw) = &args.initial_controllers {
         initial_controllers = parse_initial_controllers(raw).map_err(anyhow::Error::msg)?;
@@ -385,6 +396,8 @@ mod tests {
                 config: None,
                 data_dir: dir.to_path_buf(),
                 node_id: Some(1),
+                process_roles: None,
+                controller_quorum_voters: None,
             },
             cluster_id: "J8qXRwI-Qyi2G0guFTiuYw".into(),
             add_scram: vec![],
