@@ -64,12 +64,16 @@ fn format(dir: &Path, node_id: i32, cluster_id: &str, extra: &[&str]) -> Output 
 }
 
 /// Starts a combined node on `kafka_port` and waits until it listens.
+/// `voters` empty: none on the command line (they come from the formatted directory).
 fn start_node(dir: &Path, node_id: i32, voters: &str, kafka_port: u16, log: &Path) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_runnel"))
-        .arg("broker")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_runnel"));
+    cmd.arg("broker")
         .args(["--node-id", &node_id.to_string()])
-        .args(["--listen", &format!("127.0.0.1:{kafka_port}")])
-        .args(["--controller-quorum-voters", voters])
+        .args(["--listen", &format!("127.0.0.1:{kafka_port}")]);
+    if !voters.is_empty() {
+        cmd.args(["--controller-quorum-voters", voters]);
+    }
+    let mut child = cmd
         .arg("--data-dir")
         .arg(dir)
         .stdin(Stdio::null())
@@ -302,5 +306,24 @@ fn formatted_scram_users_can_authenticate() {
             "alice",
         ]);
         stdout(&o).contains("SCRAM-SHA-256=iterations=4096")
+    });
+}
+
+#[test]
+fn initial_controllers_are_the_quorum_of_a_formatted_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (controller_port, kafka_port) = (free_port(), free_port());
+    let dir = tmp.path().join("n1");
+    let id = random_uuid();
+    let voter = format!("1@127.0.0.1:{controller_port}:{}", random_uuid());
+    let o = format(&dir, 1, &id, &["--initial-controllers", &voter]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // No --controller-quorum-voters: the node runs the quorum it was formatted with.
+    let _node = start_node(&dir, 1, "", kafka_port, &tmp.path().join("n1.log"));
+    let addr = format!("127.0.0.1:{kafka_port}");
+    assert_eq!(served_cluster_id(&addr), id);
+    wait_until("node 1 leads the formatted quorum", || {
+        support::cluster::quorum(&addr)
+            .is_some_and(|(leader, _, voters)| leader == 1 && voters == vec![1])
     });
 }

@@ -18,6 +18,7 @@ pub mod metadata;
 pub mod metadata_quorum;
 pub mod perf;
 pub mod produce;
+pub mod progress;
 pub mod reassign;
 pub mod storage;
 pub mod topic_filter;
