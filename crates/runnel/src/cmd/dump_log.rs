@@ -42,28 +42,45 @@ pub struct DumpLogArgs {
     /// Stop reading a .log after this many bytes of batches.
     #[arg(long = "max-bytes", default_value_t = i32::MAX)]
     pub max_bytes: i32,
-    /// The largest batch an index check reads from the log.
+    /// Accepted for kafka-dump-log.sh's command lines; the index check reads only the batch
+    /// header at each indexed position, whatever the batch size.
     #[arg(long = "max-message-size", default_value_t = 5 * 1024 * 1024)]
     pub max_message_size: i32,
 }
 
 /// What dumping wrote: stdout text and stderr lines (kept apart so tests can compare both).
+/// With `stream`, [`Dump::flush`] prints and clears them after every batch, so a large
+/// segment's dump is never held in memory.
 #[derive(Debug, Default)]
 pub struct Dump {
     pub out: String,
     pub err: String,
+    pub stream: bool,
+}
+
+impl Dump {
+    fn flush(&mut self) {
+        if self.stream {
+            print!("{}", self.out);
+            eprint!("{}", self.err);
+            self.out.clear();
+            self.err.clear();
+        }
+    }
 }
 
 pub fn run(args: DumpLogArgs) -> Result<()> {
     let mut failed = false;
     for file in &args.files {
-        let mut dump = Dump::default();
+        let mut dump = Dump {
+            stream: true,
+            ..Dump::default()
+        };
         if let Err(e) = dump_file(file, &args, &mut dump) {
             let _ = writeln!(dump.err, "Cannot dump {}: {e}", file.display());
             failed = true;
         }
-        print!("{}", dump.out);
-        eprint!("{}", dump.err);
+        dump.flush();
     }
     anyhow::ensure!(!failed, "some files could not be dumped");
     Ok(())
@@ -332,6 +349,7 @@ fn dump_log(path: &Path, args: &DumpLogArgs, dump: &mut Dump) -> std::io::Result
         if deep {
             record_lines(&header, &batch, args, &mut last_offset, &mut gaps, dump);
         }
+        dump.flush();
         position += total;
     }
     let trailing = file_len - position;
@@ -404,7 +422,6 @@ fn dump_index(path: &Path, args: &DumpLogArgs, dump: &mut Dump) -> std::io::Resu
             bytes.len() % 8
         );
     }
-    let _ = args.max_message_size;
     if !mismatches.is_empty() {
         let _ = writeln!(dump.err, "Mismatches in :{}", path.display());
         for (index, log) in mismatches {
