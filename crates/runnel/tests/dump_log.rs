@@ -17,6 +17,17 @@ const T0: i64 = 1_700_000_000_000;
 /// A batch with fixed timestamps and no producer id, so its bytes (and CRC) are the same on
 /// every run.
 fn fixed_batch(records: &[(Option<&str>, &str, &[&str])], t: i64) -> Bytes {
+    producer_batch(records, t, -1, -1)
+}
+
+/// [`fixed_batch`] of an idempotent producer (`producer_id`, epoch 0, base sequence 0).
+fn producer_batch(
+    records: &[(Option<&str>, &str, &[&str])],
+    t: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Bytes {
+    let first_sequence = if producer_id >= 0 { 0 } else { -1 };
     let records: Vec<Record> = records
         .iter()
         .enumerate()
@@ -25,11 +36,17 @@ fn fixed_batch(records: &[(Option<&str>, &str, &[&str])], t: i64) -> Bytes {
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: i as i32 - 1,
+            // Base sequence -1 without a producer: `offset - sequence` stays constant so the
+            // encoder keeps the records in one batch.
+            sequence: if producer_id >= 0 {
+                first_sequence + i as i32
+            } else {
+                i as i32 - 1
+            },
             timestamp: t + i as i64,
             key: k.map(|k| Bytes::copy_from_slice(k.as_bytes())),
             value: Some(Bytes::copy_from_slice(v.as_bytes())),
@@ -157,4 +174,54 @@ timestamp: 1700000000010 offset: 2
     assert!(!ok);
     assert!(err.contains("nope.log"), "{err}");
     assert!(out.contains("offset: 2 position: 91"));
+}
+
+#[test]
+fn dumps_the_producer_snapshot_a_broker_wrote() {
+    use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("snap", 1, 1, &[]).0, 0);
+    wait_until("the partition led", || {
+        support::cluster::leader_and_isr(&broker.addr, "snap").is_some_and(|(l, _)| l >= 0)
+    });
+    let init: InitProducerIdResponse = wire.call(
+        kafka_protocol::messages::ApiKey::InitProducerId,
+        4,
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1),
+    );
+    assert_eq!(init.error_code, 0);
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let batch = producer_batch(&[(None, "a", &[]), (None, "b", &[])], T0, pid, epoch);
+    assert_eq!(wire.produce("snap", 0, batch, -1), (0, 0));
+    // A clean shutdown writes the producer snapshot at the log end. (Runnel stores
+    // coordinatorEpoch 0 for a non-transactional producer; Kafka's empty entry has -1.)
+    assert!(broker.stop(), "clean shutdown");
+    let snapshot = dir
+        .path()
+        .join("snap-0")
+        .join("00000000000000000002.snapshot");
+    assert!(snapshot.exists(), "no snapshot at the log end");
+    let (ok, out, err) = dump(&["--files", snapshot.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "Dumping {}\nproducerId: {pid} producerEpoch: {epoch} coordinatorEpoch: 0 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1700000000001 firstSequence: 0 lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: 1700000000001\n",
+            snapshot.display()
+        )
+    );
+    // A damaged snapshot is reported, not dumped.
+    let mut bytes = std::fs::read(&snapshot).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&snapshot, &bytes).unwrap();
+    let (_, out, err) = dump(&["--files", snapshot.to_str().unwrap()]);
+    assert!(!out.contains("producerId"), "{out}");
+    assert!(err.contains("corrupt"), "{err}");
 }
