@@ -515,7 +515,14 @@ fn cluster_config(
     let voters_raw = args
         .controller_quorum_voters
         .clone()
-        .or_else(|| props.get("controller.quorum.voters").cloned());
+        .or_else(|| props.get("controller.quorum.voters").cloned())
+        // The voters `runnel storage format --initial-controllers` recorded.
+        .or_else(|| {
+            crate::meta_properties::read_bootstrap(&args.data_dir)
+                .ok()
+                .flatten()
+                .and_then(|b| b.voters())
+        });
     let Some(voters_raw) = voters_raw else {
         if !(broker && controller) {
             return Err(BrokerError::Config(
@@ -618,8 +625,9 @@ fn default_of(key: &str) -> Option<&'static str> {
     DEFAULTS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 
-/// Reads a flat TOML file (`"log.retention.ms" = 1000` or nested tables joined by dots).
-fn read_toml(path: &Path) -> Result<Vec<(String, String)>, BrokerError> {
+/// Reads a flat TOML file (`"log.retention.ms" = 1000` or nested tables joined by dots); also
+/// read by `runnel storage`.
+pub fn read_toml(path: &Path) -> Result<Vec<(String, String)>, BrokerError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| BrokerError::Config(format!("cannot read {}: {e}", path.display())))?;
     let value: toml::Table = text

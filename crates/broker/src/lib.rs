@@ -21,6 +21,7 @@ pub mod inter_broker;
 pub mod isr;
 pub mod listener_config;
 pub mod log_dir_failure;
+pub mod meta_properties;
 pub mod metadata_log;
 pub mod partition;
 pub mod principal;
@@ -105,8 +106,27 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
         .map(|raw| scram_bootstrap::parse(raw))
         .collect::<Result<Vec<_>, _>>()
         .map_err(BrokerError::Config)?;
+    // `runnel storage format --add-scram` stored these (salted) in the data directory.
+    let formatted_users: Vec<runnel_metadata::ScramUpsertion> =
+        meta_properties::read_bootstrap(&config.data_dir)
+            .map_err(|e| BrokerError::Startup(e.to_string()))?
+            .map(|b| {
+                b.scram
+                    .into_iter()
+                    .map(|c| runnel_metadata::ScramUpsertion {
+                        name: c.name,
+                        mechanism: c.mechanism,
+                        iterations: c.iterations,
+                        salt: c.salt,
+                        stored_key: c.stored_key,
+                        server_key: c.server_key,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
     let node = startup::start(config).await?;
     scram_bootstrap::spawn(node.broker.clone(), bootstrap_users);
+    scram_bootstrap::spawn_salted(node.broker.clone(), formatted_users);
     // One line per listener first (tests and scripts read the ports), then the inter-broker one.
     for (name, addr) in &node.listeners {
         println!("Runnel broker {} listener {name} on {addr}", node.node_id);

@@ -104,19 +104,24 @@ impl BootstrapUser {
 
 /// Adds the users that have no credential yet (retrying while the controller comes up).
 pub fn spawn(broker: Arc<Broker>, users: Vec<BootstrapUser>) {
-    if users.is_empty() {
+    spawn_salted(broker, users.iter().map(BootstrapUser::upsertion).collect());
+}
+
+/// As [`spawn`], for credentials salted already: those `runnel storage format --add-scram`
+/// wrote into the data directory's bootstrap file (`crate::meta_properties::Bootstrap`).
+pub fn spawn_salted(broker: Arc<Broker>, credentials: Vec<ScramUpsertion>) {
+    if credentials.is_empty() {
         return;
     }
     tokio::spawn(async move {
         let image = broker.image();
-        let missing: Vec<ScramUpsertion> = users
-            .iter()
+        let missing: Vec<ScramUpsertion> = credentials
+            .into_iter()
             .filter(|u| {
                 !image
                     .scram_credentials
-                    .contains_key(&(u.name.clone(), u.mechanism.id()))
+                    .contains_key(&(u.name.clone(), u.mechanism))
             })
-            .map(BootstrapUser::upsertion)
             .collect();
         if missing.is_empty() {
             return;

@@ -57,51 +57,40 @@ pub struct RunningBroker {
     log_dir_failure: watch::Receiver<Option<LogDirFailure>>,
 }
 
-/// Reads `meta.properties` (Kafka's format) or writes a new one. A single node gets a fresh
-/// random cluster id; cluster members derive it from the voter set, so every node of one cluster
+/// Reads `meta.properties` (Kafka's format) or writes a new one (the rules are
+/// `meta_properties::decide_cluster_id`'s). A formatted directory (`runnel storage format`)
+/// keeps the cluster id it was formatted with; an unformatted one gets a fresh random id on a
+/// single node, or one derived from the voter set in a cluster, so every node of one cluster
 /// agrees without a separate format step.
 fn cluster_id(
     data_dir: &Path,
     node_id: i32,
     voters: Option<&BTreeMap<i32, String>>,
 ) -> Result<String, BrokerError> {
-    let path = data_dir.join("meta.properties");
+    use crate::meta_properties as mp;
+    let path = data_dir.join(mp::META_PROPERTIES);
+    let startup = |e: mp::MetaPropertiesError| BrokerError::Startup(e.to_string());
+    let stored = mp::read(data_dir).map_err(startup)?;
+    let formatted = mp::read_bootstrap(data_dir).map_err(startup)?.is_some();
     let derived = voters.map(cluster_id_from_voters);
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let props: BTreeMap<&str, &str> = text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| l.split_once('='))
-            .collect();
-        if let Some(stored) = props
-            .get("node.id")
-            .and_then(|v| v.trim().parse::<i32>().ok())
-        {
-            if stored != node_id {
-                return Err(BrokerError::Startup(format!(
-                    "{} belongs to node {stored}, not node {node_id}: use --node-id {stored} or another --data-dir",
-                    data_dir.display()
-                )));
-            }
-        }
-        if let Some(id) = props.get("cluster.id").map(|s| s.trim().to_string()) {
-            match &derived {
-                Some(d) if *d != id => {
-                    return Err(BrokerError::Startup(format!(
-                        "{} belongs to cluster {id}, but these --controller-quorum-voters make cluster {d}: use another --data-dir",
-                        data_dir.display()
-                    )))
-                }
-                _ => return Ok(id),
-            }
-        }
+    let decision = mp::decide_cluster_id(
+        &path,
+        stored.as_ref(),
+        formatted,
+        node_id,
+        derived.as_deref(),
+        || base64_url(uuid::Uuid::new_v4().as_bytes()),
+    )
+    .map_err(startup)?;
+    if decision.write {
+        let props = mp::MetaProperties {
+            cluster_id: decision.cluster_id.clone(),
+            node_id,
+            directory_id: Some(base64_url(uuid::Uuid::new_v4().as_bytes())),
+        };
+        mp::write(data_dir, &props).map_err(startup)?;
     }
-    let id = derived.unwrap_or_else(|| base64_url(uuid::Uuid::new_v4().as_bytes()));
-    let text = format!("#\n#Runnel\nversion=1\ncluster.id={id}\nnode.id={node_id}\n");
-    let tmp = data_dir.join("meta.properties.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(id)
+    Ok(decision.cluster_id)
 }
 
 /// A stable 16-byte id from the voter set (CRC-32C of four salted copies), base64url like Kafka's.

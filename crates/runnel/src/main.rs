@@ -61,6 +61,10 @@ enum Command {
     Features(cmd::features::FeaturesArgs),
     /// Add, remove and list ACLs (kafka-acls.sh).
     Acls(cmd::acls::AclsArgs),
+    /// Format a data directory, show it, or print a random UUID (kafka-storage.sh).
+    Storage(cmd::storage::StorageArgs),
+    /// Print the batches, records and indexes of log segment files, offline (kafka-dump-log.sh).
+    DumpLog(cmd::dump_log::DumpLogArgs),
 }
 
 fn init_tracing() {
@@ -101,6 +105,8 @@ async fn main() -> ExitCode {
         Command::Transactions(args) => cmd::transactions::run(args).await,
         Command::Features(args) => cmd::features::run(args).await,
         Command::Acls(args) => cmd::acls::run(args).await,
+        Command::Storage(args) => cmd::storage::run(args),
+        Command::DumpLog(args) => cmd::dump_log::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -68,7 +68,8 @@ pub async fn run(args: FeaturesArgs) -> Result<()> {
 pub fn describe_line(name: &str, min: i16, max: i16, finalized: i16, epoch: i64) -> String {
     let level = |l: i16| {
         if name == "metadata.version" {
-            metadata_version_name(l).map_or_else(|| l.to_string(), str::to_string)
+            // Kafka's levelToString for a level it has no MetadataVersion for.
+            metadata_version_name(l).map_or_else(|| format!("UNKNOWN {l}"), str::to_string)
         } else {
             l.to_string()
         }
@@ -87,7 +88,7 @@ pub fn describe_line(name: &str, min: i16, max: i16, finalized: i16, epoch: i64)
 }
 
 /// Kafka's `MetadataVersion` names of the feature levels Runnel supports (7..=25).
-fn metadata_version_name(level: i16) -> Option<&'static str> {
+pub fn metadata_version_name(level: i16) -> Option<&'static str> {
     const NAMES: [&str; 19] = [
         "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2",
         "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0",
@@ -112,6 +113,8 @@ mod tests {
             "Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: -"
         );
         assert_eq!(metadata_version_name(21), Some("3.9-IV0"));
+        assert!(describe_line("metadata.version", 7, 26, 26, 1)
+            .contains("FinalizedVersionLevel: UNKNOWN 26"));
         assert_eq!(metadata_version_name(6), None);
         assert_eq!(metadata_version_name(26), None);
     }

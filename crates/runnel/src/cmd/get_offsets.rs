@@ -14,6 +14,11 @@ pub struct GetOffsetsArgs {
     /// Broker to bootstrap from (host:port[,host:port...]).
     #[arg(long, value_name = "HOST:PORT")]
     pub bootstrap_server: String,
+    /// Comma-separated topic-partition patterns `TOPIC_REGEX:PARTITIONS`, the partitions a
+    /// number, `N-M` (upper exclusive), `N-`, `-M`, or omitted for all
+    /// (e.g. `topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3`).
+    #[arg(long, value_name = "PATTERNS", conflicts_with_all = ["topic", "partitions"])]
+    pub topic_partitions: Option<String>,
     /// Topic name or regular expression (whole-name match); every topic when omitted.
     #[arg(long)]
     pub topic: Option<String>,
@@ -39,6 +44,11 @@ pub async fn run(args: GetOffsetsArgs) -> Result<()> {
         .as_deref()
         .map(parse_partitions)
         .transpose()?;
+    let rules = args
+        .topic_partitions
+        .as_deref()
+        .map(parse_topic_partitions)
+        .transpose()?;
     let admin = Admin::new(super::connect(&args.bootstrap_server).await?);
     let topics = admin.describe_topics(None).await?;
     let mut queries: Vec<(String, i32, OffsetSpec)> = topics
@@ -51,6 +61,11 @@ pub async fn run(args: GetOffsetsArgs) -> Result<()> {
                 .map(move |p| (t.name.clone(), p.partition))
         })
         .filter(|(_, p)| partitions.as_ref().is_none_or(|wanted| wanted.contains(p)))
+        .filter(|(t, p)| {
+            rules
+                .as_ref()
+                .is_none_or(|rules| rules.iter().any(|r| r.matches(t, *p)))
+        })
         .map(|(t, p)| (t, p, spec))
         .collect();
     if queries.is_empty() {
@@ -104,9 +119,95 @@ pub fn parse_partitions(s: &str) -> Result<Vec<i32>> {
         .collect()
 }
 
+/// One `--topic-partitions` rule (Kafka's `TopicPartitionFilter` of a `parseRuleSpec`).
+pub struct TopicPartitionRule {
+    topic: Option<TopicRegex>,
+    /// Partitions `lower..upper` (upper exclusive).
+    lower: i32,
+    upper: i32,
+}
+
+impl TopicPartitionRule {
+    pub fn matches(&self, topic: &str, partition: i32) -> bool {
+        self.topic.as_ref().is_none_or(|t| t.is_full_match(topic))
+            && (self.lower..self.upper).contains(&partition)
+    }
+}
+
+/// Kafka's `TOPIC_PARTITION_PATTERN` list: `TopicPattern(:PartitionPattern)? | :PartitionPattern`,
+/// the partition pattern `NUMBER | NUMBER-(NUMBER)? | -NUMBER`.
+pub fn parse_topic_partitions(s: &str) -> Result<Vec<TopicPartitionRule>> {
+    let number = |n: &str, spec: &str| -> Result<i32> {
+        n.parse::<i32>()
+            .ok()
+            .filter(|v| *v >= 0)
+            .with_context(|| format!("Invalid rule specification: {spec}"))
+    };
+    s.split(',')
+        .map(|spec| {
+            let (topic, part) = match spec.split_once(':') {
+                Some((t, p)) => (t, Some(p)),
+                None => (spec, None),
+            };
+            let topic = if topic.is_empty() {
+                None
+            } else {
+                Some(
+                    TopicRegex::new(topic)
+                        .map_err(|e| anyhow::anyhow!("Invalid rule specification: {spec}: {e}"))?,
+                )
+            };
+            let (lower, upper) = match part {
+                None => (0, i32::MAX),
+                Some(p) => match p.split_once('-') {
+                    None => {
+                        let n = number(p, spec)?;
+                        (n, n.saturating_add(1))
+                    }
+                    Some(("", "")) => bail!("Invalid rule specification: {spec}"),
+                    Some((lo, hi)) => (
+                        if lo.is_empty() { 0 } else { number(lo, spec)? },
+                        if hi.is_empty() {
+                            i32::MAX
+                        } else {
+                            number(hi, spec)?
+                        },
+                    ),
+                },
+            };
+            if topic.is_none() && part.is_none() {
+                bail!("Invalid rule specification: {spec}");
+            }
+            Ok(TopicPartitionRule {
+                topic,
+                lower,
+                upper,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn topic_partition_patterns_as_kafkas() {
+        let rules = parse_topic_partitions("topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3,:7")
+            .expect("valid");
+        let m = |t: &str, p: i32| rules.iter().any(|r| r.matches(t, p));
+        assert!(m("topic1", 1) && !m("topic1", 0) && !m("topic1", 2));
+        assert!(m("topic2", 0) && m("topic2", 2) && !m("topic2", 3));
+        assert!(m("topic3", 0) && m("topic3", 999));
+        assert!(!m("topic4", 4) && m("topic4", 5) && m("topic4", 50));
+        assert!(m("topic5", 2) && !m("topic5", 3));
+        assert!(m("other", 7) && !m("other", 6));
+        let rules = parse_topic_partitions("t.*:0").expect("regex");
+        assert!(rules[0].matches("tx", 0) && !rules[0].matches("ut", 0));
+        for bad in ["t:x", "t:1-x", "t:-", ":", "", "t:-1-2"] {
+            assert!(parse_topic_partitions(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn times_by_number_and_name() {

@@ -54,6 +54,21 @@ pub struct ReassignArgs {
     /// With --verify: leave the replication throttles alone.
     #[arg(long)]
     pub preserve_throttles: bool,
+    /// With --execute or --verify (Runnel's addition): wait until every reassignment of the
+    /// file has finished, at most this many milliseconds (then fail).
+    #[arg(long, value_name = "MS")]
+    pub wait_ms: Option<u64>,
+    /// While waiting, print a progress line per second on stderr even when stderr is not a
+    /// terminal.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// `--wait-ms` with `--progress`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    pub timeout: std::time::Duration,
+    pub progress: bool,
 }
 
 /// The chosen action with its inputs.
@@ -66,11 +81,16 @@ pub enum Action {
         rack_aware: bool,
     },
     /// `--execute`: reassignment file, `--additional`.
-    Execute { file: String, additional: bool },
+    Execute {
+        file: String,
+        additional: bool,
+        wait: Option<Wait>,
+    },
     /// `--verify`: reassignment file, `--preserve-throttles`.
     Verify {
         file: String,
         preserve_throttles: bool,
+        wait: Option<Wait>,
     },
     /// `--cancel`: reassignment file, `--preserve-throttles`.
     Cancel {
@@ -112,14 +132,23 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
         ("disable-rack-aware", args.disable_rack_aware),
         ("additional", args.additional),
         ("preserve-throttles", args.preserve_throttles),
+        ("wait-ms", args.wait_ms.is_some()),
+        ("progress", args.progress),
     ];
     let (required, permitted): (&[&str], &[&str]) = match *action {
         "generate" => (
             &["topics-to-move-json-file", "broker-list"],
             &["disable-rack-aware"],
         ),
-        "execute" => (&["reassignment-json-file"], &["additional"]),
-        "verify" | "cancel" => (&["reassignment-json-file"], &["preserve-throttles"]),
+        "execute" => (
+            &["reassignment-json-file"],
+            &["additional", "wait-ms", "progress"],
+        ),
+        "verify" => (
+            &["reassignment-json-file"],
+            &["preserve-throttles", "wait-ms", "progress"],
+        ),
+        "cancel" => (&["reassignment-json-file"], &["preserve-throttles"]),
         _ => (&[], &[]),
     };
     for name in required {
@@ -133,6 +162,13 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
     {
         bail!("Option \"[{name}]\" can't be used with action \"[{action}]\"");
     }
+    if args.progress && args.wait_ms.is_none() {
+        bail!("Option \"[progress]\" needs \"[wait-ms]\"");
+    }
+    let wait = args.wait_ms.map(|ms| Wait {
+        timeout: std::time::Duration::from_millis(ms),
+        progress: args.progress,
+    });
     let file = || args.reassignment_json_file.clone().unwrap_or_default();
     Ok(match *action {
         "generate" => Action::Generate {
@@ -143,10 +179,12 @@ pub fn validate(args: &ReassignArgs) -> Result<Action> {
         "execute" => Action::Execute {
             file: file(),
             additional: args.additional,
+            wait,
         },
         "verify" => Action::Verify {
             file: file(),
             preserve_throttles: args.preserve_throttles,
+            wait,
         },
         "cancel" => Action::Cancel {
             file: file(),
@@ -178,10 +216,25 @@ pub async fn run(args: ReassignArgs) -> Result<()> {
             rack_aware,
             ..
         } => generate::generate(&admin, &input, &broker_list, rack_aware).await,
-        Action::Execute { additional, .. } => execute::execute(&admin, &input, additional).await,
+        Action::Execute {
+            additional, wait, ..
+        } => {
+            execute::execute(&admin, &input, additional).await?;
+            match wait {
+                Some(wait) => verify::wait_done(&admin, &input, wait).await,
+                None => Ok(()),
+            }
+        }
         Action::Verify {
-            preserve_throttles, ..
-        } => verify::verify(&admin, &input, preserve_throttles).await,
+            preserve_throttles,
+            wait,
+            ..
+        } => {
+            if let Some(wait) = wait {
+                verify::wait_done(&admin, &input, wait).await?;
+            }
+            verify::verify(&admin, &input, preserve_throttles).await
+        }
         Action::Cancel {
             preserve_throttles, ..
         } => cancel::cancel(&admin, &input, preserve_throttles).await,
@@ -237,16 +290,52 @@ mod tests {
             .ok(),
             Some(Action::Execute {
                 file: "r.json".into(),
-                additional: true
+                additional: true,
+                wait: None,
             })
         );
         assert_eq!(
             parse(&["--verify", "--reassignment-json-file", "r.json"]).ok(),
             Some(Action::Verify {
                 file: "r.json".into(),
-                preserve_throttles: false
+                preserve_throttles: false,
+                wait: None,
             })
         );
+        assert_eq!(
+            parse(&[
+                "--verify",
+                "--reassignment-json-file",
+                "r.json",
+                "--wait-ms",
+                "5000",
+                "--progress"
+            ])
+            .ok(),
+            Some(Action::Verify {
+                file: "r.json".into(),
+                preserve_throttles: false,
+                wait: Some(Wait {
+                    timeout: std::time::Duration::from_secs(5),
+                    progress: true
+                }),
+            })
+        );
+        assert!(parse(&[
+            "--verify",
+            "--reassignment-json-file",
+            "r.json",
+            "--progress"
+        ])
+        .is_err());
+        assert!(parse(&[
+            "--cancel",
+            "--reassignment-json-file",
+            "r.json",
+            "--wait-ms",
+            "1"
+        ])
+        .is_err());
         assert_eq!(
             parse(&["--cancel", "--reassignment-json-file", "r.json"]).ok(),
             Some(Action::Cancel {

@@ -156,6 +156,41 @@ async fn clear(admin: &Admin, resources: impl Iterator<Item = ConfigResource>, k
     }
 }
 
+/// `--wait-ms`: polls until no reassignment of the file runs, with a progress line per second
+/// on stderr (`super::super::progress`); fails once the timeout passes.
+pub async fn wait_done(admin: &Admin, json: &str, wait: super::Wait) -> Result<()> {
+    use super::super::progress::{reassignment_line, Progress};
+    let targets: BTreeSet<TopicPartition> = parse_reassignment(json)?
+        .into_iter()
+        .map(|e| e.partition)
+        .collect();
+    let start = std::time::Instant::now();
+    let mut progress = Progress::new(wait.progress, start);
+    loop {
+        let ongoing = admin.list_partition_reassignments(None, TIMEOUT).await?;
+        let moving = targets
+            .iter()
+            .filter(|tp| ongoing.contains_key(*tp))
+            .count();
+        let now = std::time::Instant::now();
+        let done = targets.len() - moving;
+        let line = |elapsed| reassignment_line(done, targets.len(), elapsed);
+        if moving == 0 {
+            progress.finish(now, line);
+            return Ok(());
+        }
+        progress.report(now, line);
+        if now.duration_since(start) >= wait.timeout {
+            anyhow::bail!(
+                "{moving} of {} reassignments still running after --wait-ms {}",
+                targets.len(),
+                wait.timeout.as_millis()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Runs `--verify`.
 pub async fn verify(admin: &Admin, json: &str, preserve_throttles: bool) -> Result<()> {
     let targets: Vec<(TopicPartition, Vec<i32>)> = parse_reassignment(json)?
