@@ -39,7 +39,7 @@ struct BatchMeta {
     first_offset: i64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMeta>,
@@ -47,6 +47,19 @@ struct ProducerEntry {
     last_timestamp: i64,
     /// The coordinator epoch of its last marker (Kafka starts at -1; coordinator epochs at 0).
     coordinator_epoch: i32,
+}
+
+impl Default for ProducerEntry {
+    fn default() -> Self {
+        ProducerEntry {
+            epoch: 0,
+            batches: VecDeque::new(),
+            last_timestamp: 0,
+            // Kafka's `RecordBatch.NO_PARTITION_LEADER_EPOCH`: no marker seen yet. Snapshots
+            // carry it, so `kafka-dump-log.sh`-style readers see Kafka's value.
+            coordinator_epoch: -1,
+        }
+    }
 }
 
 /// What to do with an incoming idempotent batch.

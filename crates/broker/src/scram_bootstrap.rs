@@ -7,6 +7,7 @@
 //! credential for that mechanism yet: a password changed later is never reset by a restart.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rand::RngCore;
 use runnel_metadata::ScramUpsertion;
@@ -102,6 +103,10 @@ impl BootstrapUser {
     }
 }
 
+/// How long the bootstrap keeps asking while no controller answers (a cluster still forming).
+const BOOTSTRAP_PATIENCE: Duration = Duration::from_secs(300);
+const BOOTSTRAP_BACKOFF_MAX: Duration = Duration::from_secs(2);
+
 /// Adds the users that have no credential yet (retrying while the controller comes up).
 pub fn spawn(broker: Arc<Broker>, users: Vec<BootstrapUser>) {
     spawn_salted(broker, users.iter().map(BootstrapUser::upsertion).collect());
@@ -109,39 +114,58 @@ pub fn spawn(broker: Arc<Broker>, users: Vec<BootstrapUser>) {
 
 /// As [`spawn`], for credentials salted already: those `runnel storage format --add-scram`
 /// wrote into the data directory's bootstrap file (`crate::meta_properties::Bootstrap`).
+///
+/// In a forming cluster the first attempts meet no controller (NOT_CONTROLLER, a quorum
+/// without a leader), so it retries with a backoff until the controller answers or
+/// [`BOOTSTRAP_PATIENCE`] runs out; each attempt first drops the credentials the image already
+/// has (another node's bootstrap may have added them).
 pub fn spawn_salted(broker: Arc<Broker>, credentials: Vec<ScramUpsertion>) {
     if credentials.is_empty() {
         return;
     }
     tokio::spawn(async move {
-        let image = broker.image();
-        let missing: Vec<ScramUpsertion> = credentials
-            .into_iter()
-            .filter(|u| {
-                !image
-                    .scram_credentials
-                    .contains_key(&(u.name.clone(), u.mechanism))
-            })
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
-        match broker
-            .controller
-            .alter_user_scram_credentials(Vec::new(), missing)
-            .await
-        {
-            Ok(results) => {
-                for (user, result) in results {
-                    match result {
-                        Ok(()) => tracing::info!(%user, "bootstrap SCRAM credential added"),
-                        Err(e) => {
-                            tracing::warn!(%user, error = %e, "bootstrap SCRAM credential refused")
+        let deadline = Instant::now() + BOOTSTRAP_PATIENCE;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let image = broker.image();
+            let missing: Vec<ScramUpsertion> = credentials
+                .iter()
+                .filter(|u| {
+                    !image
+                        .scram_credentials
+                        .contains_key(&(u.name.clone(), u.mechanism))
+                })
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            match broker
+                .controller
+                .alter_user_scram_credentials(Vec::new(), missing)
+                .await
+            {
+                Ok(results) => {
+                    for (user, result) in results {
+                        match result {
+                            Ok(()) => tracing::info!(%user, "bootstrap SCRAM credential added"),
+                            Err(e) => {
+                                tracing::warn!(%user, error = %e, "bootstrap SCRAM credential refused")
+                            }
                         }
                     }
+                    return;
+                }
+                Err(e) if Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "bootstrap SCRAM credentials: controller not ready, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(BOOTSTRAP_BACKOFF_MAX);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot add the bootstrap SCRAM credentials");
+                    return;
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "cannot add the bootstrap SCRAM credentials"),
         }
     });
 }

@@ -199,8 +199,8 @@ fn dumps_the_producer_snapshot_a_broker_wrote() {
     let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
     let batch = producer_batch(&[(None, "a", &[]), (None, "b", &[])], T0, pid, epoch);
     assert_eq!(wire.produce("snap", 0, batch, -1), (0, 0));
-    // A clean shutdown writes the producer snapshot at the log end. (Runnel stores
-    // coordinatorEpoch 0 for a non-transactional producer; Kafka's empty entry has -1.)
+    // A clean shutdown writes the producer snapshot at the log end (coordinatorEpoch -1: no
+    // marker seen, as Kafka's entry).
     assert!(broker.stop(), "clean shutdown");
     let snapshot = dir
         .path()
@@ -212,7 +212,7 @@ fn dumps_the_producer_snapshot_a_broker_wrote() {
     assert_eq!(
         out,
         format!(
-            "Dumping {}\nproducerId: {pid} producerEpoch: {epoch} coordinatorEpoch: 0 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1700000000001 firstSequence: 0 lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: 1700000000001\n",
+            "Dumping {}\nproducerId: {pid} producerEpoch: {epoch} coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1700000000001 firstSequence: 0 lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: 1700000000001\n",
             snapshot.display()
         )
     );
