@@ -445,3 +445,149 @@ fn the_cleaner_drops_aborted_data_and_stays_below_open_transactions() {
     compact_now(&p);
     assert_eq!(values_of(&p, b"k"), vec![b"open".to_vec()], "committed now");
 }
+
+/// The control batches (markers) left in the log: (offset, commit).
+fn markers_of(p: &Partition) -> Vec<(i64, bool)> {
+    let log = p.lock_log();
+    let leo = log.log_end_offset();
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    while offset < leo {
+        let read = log.read(offset, 1 << 20, leo, true).unwrap();
+        let mut buf = read.records.clone();
+        let batches = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf).unwrap();
+        let Some(next) = batches
+            .iter()
+            .flat_map(|b| &b.records)
+            .map(|r| r.offset + 1)
+            .max()
+        else {
+            break;
+        };
+        for r in batches
+            .iter()
+            .flat_map(|b| &b.records)
+            .filter(|r| r.control)
+        {
+            // The control key: version int16, type int16 (0 abort, 1 commit).
+            let key = r.key.as_deref().unwrap();
+            out.push((r.offset, key[3] == 1));
+        }
+        offset = next;
+    }
+    out
+}
+
+/// Caught: the cleaner kept every transaction marker (and every `.txnindex` entry) forever.
+/// As Kafka's LogCleaner, a marker goes once no data of its transaction is left below it and
+/// `delete.retention.ms` passed since the pass that found so (its delete horizon); an aborted
+/// transaction's index entry goes with its data, and a restart does not bring it back.
+#[test]
+fn the_cleaner_removes_markers_after_their_data_and_the_delete_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = runnel_log::CompactionConfig {
+        delete_retention_ms: 60_000,
+        ..runnel_log::CompactionConfig::default()
+    };
+    let clean_at = |p: &Partition, now: i64| {
+        p.lock_log().compact(now, &config).unwrap();
+    };
+    let aborted = AbortedTxn {
+        producer_id: 6,
+        first_offset: 2,
+        last_offset: 3,
+        last_stable_offset: 4,
+    };
+    let t0 = crate::clock::now_ms();
+    {
+        let (logs, p) = compacted(dir.path());
+        p.append_as_leader(&keyed(5, 0, "k", "committed", true), 1, 1)
+            .unwrap(); // 0
+        p.write_marker(&marker(5, 0, true, 0), 1).unwrap(); // 1
+        p.append_as_leader(&keyed(6, 0, "a", "aborted", true), 1, 1)
+            .unwrap(); // 2
+        p.write_marker(&marker(6, 0, false, 0), 1).unwrap(); // 3
+        p.append_as_leader(&keyed(-1, -1, "k", "newer", false), 1, 1)
+            .unwrap(); // 4: supersedes the committed value
+        p.append_as_leader(&keyed(-1, -1, "z", "active", false), 1, 1)
+            .unwrap(); // 5: the active segment
+        assert_eq!(markers_of(&p), [(1, true), (3, false)]);
+
+        // Pass 1 removes the data of both transactions: their markers stay (a reader may
+        // have read that data), the aborted entry too.
+        clean_at(&p, t0);
+        assert_eq!(values_of(&p, b"k"), [b"newer".to_vec()]);
+        assert!(values_of(&p, b"a").is_empty());
+        assert_eq!(markers_of(&p), [(1, true), (3, false)]);
+        assert_eq!(p.lock_log().aborted_txns(0, 10), [aborted]);
+
+        // Pass 2 finds no data below them: the delete horizon starts, the empty entry goes.
+        clean_at(&p, t0 + 1);
+        assert_eq!(markers_of(&p), [(1, true), (3, false)]);
+        assert!(p.lock_log().aborted_txns(0, 10).is_empty());
+        // Before the horizon nothing more happens; then they go.
+        clean_at(&p, t0 + 60_000);
+        assert_eq!(markers_of(&p), [(1, true), (3, false)]);
+        clean_at(&p, t0 + 1 + 60_000);
+        assert!(markers_of(&p).is_empty());
+        assert_eq!(values_of(&p, b"k"), [b"newer".to_vec()]);
+        stop_cleanly((logs, p));
+    }
+    let (_logs, p) = compacted(dir.path());
+    assert!(
+        p.lock_log().aborted_txns(0, 10).is_empty(),
+        "no entry comes back"
+    );
+    assert!(markers_of(&p).is_empty());
+    assert_eq!(values_of(&p, b"k"), [b"newer".to_vec()]);
+}
+
+/// Caught: a cleaned segment got no `.txnindex` (the old segments' files went with them), so
+/// after a restart the ABORT entry of data still in it was gone and read_committed readers
+/// would have taken that data for committed. Here one segment holds the aborted data, its
+/// marker and a superseded value; the pass rewrites it while the data is still there (the
+/// pass drops it, its marker and entry stay, as Kafka), and a restart keeps the entry.
+#[test]
+fn an_abort_entry_stays_with_its_marker_across_a_cleaned_swap_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = AbortedTxn {
+        producer_id: 6,
+        first_offset: 1,
+        last_offset: 2,
+        last_stable_offset: 3,
+    };
+    let open = |dir: &std::path::Path| {
+        let (logs, p) = solo_with_segments(dir, 1 << 20);
+        let mut r = p.role();
+        let mut config = (*r.config).clone();
+        config.cleanup_policy = "compact".into();
+        r.config = std::sync::Arc::new(config);
+        p.set_role(r);
+        (logs, p)
+    };
+    {
+        let (logs, p) = open(dir.path());
+        p.append_as_leader(&keyed(-1, -1, "k", "old", false), 1, 1)
+            .unwrap(); // 0
+        p.append_as_leader(&keyed(6, 0, "a", "aborted", true), 1, 1)
+            .unwrap(); // 1
+        p.write_marker(&marker(6, 0, false, 0), 1).unwrap(); // 2
+        p.append_as_leader(&keyed(-1, -1, "k", "new", false), 1, 1)
+            .unwrap(); // 3
+        p.lock_log().roll().unwrap();
+        p.append_as_leader(&keyed(-1, -1, "z", "active", false), 1, 1)
+            .unwrap(); // 4
+        compact_now(&p);
+        assert_eq!(
+            values_of(&p, b"k"),
+            [b"new".to_vec()],
+            "the segment was rewritten"
+        );
+        assert_eq!(markers_of(&p), [(2, false)], "data read this pass: kept");
+        assert_eq!(p.lock_log().aborted_txns(0, 10), [expected]);
+        stop_cleanly((logs, p));
+    }
+    let (_logs, p) = open(dir.path());
+    assert_eq!(p.lock_log().aborted_txns(0, 10), [expected]);
+    assert_eq!(markers_of(&p), [(2, false)]);
+}

@@ -1,8 +1,11 @@
-//! DescribeProducers (API 61, KIP-664): the producer state of partitions this broker leads
-//! (producer id, epoch, last sequence, last timestamp, coordinator epoch, start offset of the
-//! open transaction), as Kafka's `ReplicaManager.activeProducerState`. Per partition: READ on
-//! its topic (TOPIC_AUTHORIZATION_FAILED, decided by the caller), UNKNOWN_TOPIC_OR_PARTITION,
-//! NOT_LEADER_OR_FOLLOWER. Used by `runnel transactions describe-producers` / `find-hanging`
+//! DescribeProducers (API 61, KIP-664): the producer state of partitions this broker hosts,
+//! as leader or follower (producer id, epoch, last sequence, last timestamp, coordinator
+//! epoch, start offset of the open transaction), as Kafka's
+//! `ReplicaManager.activeProducerState` / `Partition.activeProducerState`: a follower keeps
+//! the producer state of what it replicated, and `find-hanging --broker-id` asks that broker
+//! about every partition it holds a replica of. Per partition: READ on its topic
+//! (TOPIC_AUTHORIZATION_FAILED, decided by the caller), UNKNOWN_TOPIC_OR_PARTITION,
+//! NOT_LEADER_OR_FOLLOWER (a partition of the cluster this broker holds no replica of). Used by `runnel transactions describe-producers` / `find-hanging`
 //! and by Kafka's `kafka-transactions.sh`.
 
 use std::sync::Arc;
@@ -12,7 +15,6 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
-use super::led_partition;
 use crate::context::Broker;
 
 /// `refused_topic(name)`: the code for a topic the caller's authorization refuses, if any.
@@ -36,7 +38,7 @@ pub async fn handle(
                     if let Some(code) = refused {
                         return answer.with_error_code(code);
                     }
-                    match led_partition(broker, name, index) {
+                    match hosted_partition(broker, name, index) {
                         Err(code) => answer.with_error_code(code),
                         Ok(p) => answer.with_active_producers(
                             p.describe_producers()
@@ -61,4 +63,20 @@ pub async fn handle(
         })
         .collect();
     DescribeProducersResponse::default().with_topics(topics)
+}
+
+/// The replica of `topic`-`index` this broker holds, leader or follower.
+fn hosted_partition(
+    broker: &Broker,
+    topic: &str,
+    index: i32,
+) -> Result<Arc<crate::partition::Partition>, i16> {
+    use crate::errors::code;
+    match broker.replicas.get(topic, index) {
+        Some(p) => Ok(p),
+        None if broker.image().partition(topic, index).is_some() => {
+            Err(code::NOT_LEADER_OR_FOLLOWER)
+        }
+        None => Err(code::UNKNOWN_TOPIC_OR_PARTITION),
+    }
 }

@@ -140,20 +140,113 @@ impl Admin {
                             )
                         })?;
                     ClientError::check(p.error_code, Some(&format!("{topic}-{partition}")))?;
-                    Ok(p.active_producers
-                        .into_iter()
-                        .map(|s| ProducerDescription {
-                            producer_id: s.producer_id.0,
-                            producer_epoch: s.producer_epoch,
-                            last_sequence: s.last_sequence,
-                            last_timestamp: s.last_timestamp,
-                            coordinator_epoch: s.coordinator_epoch,
-                            current_txn_start_offset: s.current_txn_start_offset,
-                        })
-                        .collect())
+                    Ok(p.active_producers.into_iter().map(producer).collect())
                 },
             )
             .await
+    }
+
+    /// DescribeProducers of many partitions in one request per broker, as Kafka's
+    /// `Admin.describeProducers`: at `broker` when given (`DescribeProducersOptions.brokerId`;
+    /// a follower answers too, from its replicated producer state), else at each partition's
+    /// leader. Any partition's error fails the call (the tool's `all().get()`).
+    pub async fn describe_producers_of(
+        &self,
+        partitions: &[TopicPartition],
+        broker: Option<i32>,
+    ) -> Result<Vec<(TopicPartition, Vec<ProducerDescription>)>> {
+        let mut topics: Vec<String> = partitions.iter().map(|p| p.topic.clone()).collect();
+        topics.sort();
+        topics.dedup();
+        self.client
+            .retry("DescribeProducers", || async {
+                let meta = self.client.refresh_metadata(Some(&topics)).await?;
+                let mut by_broker: std::collections::BTreeMap<
+                    i32,
+                    std::collections::BTreeMap<String, Vec<i32>>,
+                > = std::collections::BTreeMap::new();
+                for tp in partitions {
+                    let target = match broker {
+                        Some(b) => b,
+                        None => meta.leader_for(&tp.topic, tp.partition).ok_or_else(|| {
+                            ClientError::kafka(
+                                6,
+                                Some(format!("{}-{} has no leader", tp.topic, tp.partition)),
+                            )
+                        })?,
+                    };
+                    by_broker
+                        .entry(target)
+                        .or_default()
+                        .entry(tp.topic.clone())
+                        .or_default()
+                        .push(tp.partition);
+                }
+                let mut out = Vec::new();
+                for (target, wanted) in &by_broker {
+                    let conn = self.client.broker_connection(*target).await?;
+                    let req = DescribeProducersRequest::default().with_topics(
+                        wanted
+                            .iter()
+                            .map(|(t, ps)| {
+                                TopicRequest::default()
+                                    .with_name(TopicName(StrBytes::from_string(t.clone())))
+                                    .with_partition_indexes(ps.clone())
+                            })
+                            .collect(),
+                    );
+                    let resp = conn.send(&req).await?;
+                    for t in resp.topics {
+                        for p in t.partitions {
+                            let tp = TopicPartition {
+                                topic: t.name.0.to_string(),
+                                partition: p.partition_index,
+                            };
+                            ClientError::check(
+                                p.error_code,
+                                Some(&format!("{}-{}", tp.topic, tp.partition)),
+                            )?;
+                            out.push((tp, p.active_producers.into_iter().map(producer).collect()));
+                        }
+                    }
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    /// ListTransactions of every broker for the given producer ids only (KIP-664's
+    /// `ListTransactionsOptions.filterProducerIds`), as `find-hanging` looks them up.
+    pub async fn list_transactions_of_producers(
+        &self,
+        producer_ids: &[i64],
+    ) -> Result<Vec<TransactionListing>> {
+        let meta = self.client.refresh_metadata(Some(&[])).await?;
+        let mut out = Vec::new();
+        for broker in meta.brokers.keys() {
+            let listed = self
+                .client
+                .retry(
+                    &format!("ListTransactions from broker {broker}"),
+                    || async {
+                        let conn = self.client.broker_connection(*broker).await?;
+                        let req = ListTransactionsRequest::default().with_producer_id_filters(
+                            producer_ids.iter().map(|p| ProducerId(*p)).collect(),
+                        );
+                        let resp = conn.send(&req).await?;
+                        ClientError::check(resp.error_code, None)?;
+                        Ok(resp.transaction_states)
+                    },
+                )
+                .await?;
+            out.extend(listed.into_iter().map(|t| TransactionListing {
+                transactional_id: t.transactional_id.0.to_string(),
+                coordinator: *broker,
+                producer_id: t.producer_id.0,
+                state: t.transaction_state.to_string(),
+            }));
+        }
+        Ok(out)
     }
 
     /// The transactions of every broker, optionally only those in `states`.
@@ -228,5 +321,18 @@ impl Admin {
                 })
             })
             .await
+    }
+}
+
+fn producer(
+    s: kafka_protocol::messages::describe_producers_response::ProducerState,
+) -> ProducerDescription {
+    ProducerDescription {
+        producer_id: s.producer_id.0,
+        producer_epoch: s.producer_epoch,
+        last_sequence: s.last_sequence,
+        last_timestamp: s.last_timestamp,
+        coordinator_epoch: s.coordinator_epoch,
+        current_txn_start_offset: s.current_txn_start_offset,
     }
 }

@@ -7,6 +7,8 @@
 //! * `plan`: a pass over a snapshot of closed segments, without the log's lock, writing
 //!   `.cleaned` segments.
 //! * `swap`: `.cleaned` -> `.swap` -> final names, and crash recovery of interrupted swaps.
+//! * `txn_markers`: which transaction markers and `.txnindex` entries a pass removes (after
+//!   their data, and `delete.retention.ms` after their first cleaning, as Kafka).
 //!
 //! The entry points are on [`crate::PartitionLog`] (`partition_log/compact.rs`).
 
@@ -16,9 +18,10 @@ mod plan;
 pub(crate) mod records;
 mod rewrite;
 pub(crate) mod swap;
+mod txn_markers;
 
 pub(crate) use offset_map::DEFAULT_MAX_ENTRIES;
-pub(crate) use plan::SegmentRef;
+pub(crate) use plan::{CleanedGroup, SegmentRef};
 pub use plan::{CompactionOutcome, CompactionPlan};
 
 /// The topic settings of compaction, named after Kafka's properties.
@@ -26,7 +29,8 @@ pub use plan::{CompactionOutcome, CompactionPlan};
 pub struct CompactionConfig {
     /// `min.cleanable.dirty.ratio`: clean once dirty bytes / cleanable bytes reach it.
     pub min_cleanable_dirty_ratio: f64,
-    /// `delete.retention.ms`: how long a tombstone stays after its batch was first cleaned.
+    /// `delete.retention.ms`: how long a tombstone (or a transaction marker whose data is
+    /// gone) stays after its batch was first cleaned.
     pub delete_retention_ms: i64,
     /// `min.compaction.lag.ms`: segments with records newer than this are not cleaned.
     pub min_compaction_lag_ms: i64,

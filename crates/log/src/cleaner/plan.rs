@@ -17,8 +17,9 @@ use crate::segment::Segment;
 
 use super::offset_map::OffsetMap;
 use super::records::parse_records;
-use super::rewrite::{batch_records, filter_batch, FilterRules, Verdict};
+use super::rewrite::{batch_records, filter_batch, filter_marker, FilterRules, Verdict};
 use super::swap;
+use super::txn_markers::TxnTracker;
 use super::CompactionConfig;
 
 /// Whether `h` is a data batch of an aborted transaction.
@@ -58,6 +59,8 @@ pub struct CompactionPlan {
     pub(crate) max_map_entries: usize,
     /// The aborted transactions below `end`: their batches never enter the map and are dropped.
     pub(crate) aborted: crate::txn::AbortedBatches,
+    /// The same, as their `.txnindex` entries (which markers and entries may go).
+    pub(crate) aborted_txns: Vec<crate::txn::AbortedTxn>,
 }
 
 /// One rewritten group: replaces `members` (contiguous, `[base, end)`) by `{base}.*.cleaned`.
@@ -66,6 +69,8 @@ pub(crate) struct CleanedGroup {
     pub(crate) base: i64,
     pub(crate) end: i64,
     pub(crate) members: Vec<SegmentRef>,
+    /// The `.txnindex` entries of the new segment (markers in `[base, end)` it keeps).
+    pub(crate) txn_entries: Vec<crate::txn::AbortedTxn>,
 }
 
 /// What [`CompactionPlan::run`] produced, to hand to
@@ -209,6 +214,7 @@ impl CompactionPlan {
             min_tombstone_horizon: None,
         };
         let n = self.segments.partition_point(|s| s.base < clean_up_to);
+        let mut txns = TxnTracker::new(&self.aborted_txns);
         let rules = FilterRules {
             map: &map,
             aborted: &self.aborted,
@@ -219,7 +225,13 @@ impl CompactionPlan {
             &self.segments[..n],
             self.segment_bytes.clamp(1, i32::MAX as u64),
         ) {
-            self.clean_group(&self.segments[range], rules, clean_up_to, &mut outcome)?;
+            self.clean_group(
+                &self.segments[range],
+                rules,
+                &mut txns,
+                clean_up_to,
+                &mut outcome,
+            )?;
         }
         Ok(outcome)
     }
@@ -277,12 +289,14 @@ impl CompactionPlan {
         ))
     }
 
-    /// Pass 2 for one group: filters every batch; batches at or above `clean_up_to` are copied
-    /// as they are. A single segment with nothing to change is left alone (no output at all).
+    /// Pass 2 for one group: filters every batch (markers as `txns` decides); batches at or
+    /// above `clean_up_to` are copied as they are. A single segment with nothing to change is
+    /// left alone (no output at all).
     fn clean_group(
         &self,
         members: &[SegmentRef],
         rules: FilterRules<'_>,
+        txns: &mut TxnTracker,
         clean_up_to: i64,
         outcome: &mut CompactionOutcome,
     ) -> Result<(), LogError> {
@@ -298,6 +312,7 @@ impl CompactionPlan {
                 base,
                 end,
                 members: members.to_vec(),
+                txn_entries: Vec::new(),
             });
             Ok(GroupWriter {
                 seg: Segment::create_named(&self.dir, base, self.max_index_bytes, swap::CLEANED)?,
@@ -313,7 +328,12 @@ impl CompactionPlan {
             for_each_batch(seg, u64::MAX, |position, h, bytes| {
                 let filtered = if h.last_offset() >= clean_up_to {
                     None
+                } else if h.is_control() {
+                    let marker = crate::control::parse_marker(h, bytes);
+                    let removable = txns.on_control(h, marker);
+                    Some(filter_marker(h, bytes, removable, rules))
                 } else {
+                    txns.on_data(h);
                     Some(filter_batch(h, bytes, rules))
                 };
                 if let Some(f) = &filtered {
@@ -349,6 +369,16 @@ impl CompactionPlan {
             None => outcome.bytes_after += bytes_before,
             Some(w) => {
                 outcome.bytes_after += w.finish()?;
+                let entries: Vec<crate::txn::AbortedTxn> = self
+                    .aborted_txns
+                    .iter()
+                    .filter(|t| t.last_offset >= base && t.last_offset < end && txns.keeps_entry(t))
+                    .copied()
+                    .collect();
+                swap::write_txn_index(&self.dir, base, &entries)?;
+                if let Some(g) = outcome.groups.last_mut() {
+                    g.txn_entries = entries;
+                }
                 swap::write_marker(&self.dir, base, end)?;
             }
         }

@@ -54,11 +54,65 @@ pub(crate) fn batch_records(h: &BatchHeader, bytes: &[u8]) -> Result<Vec<u8>, St
     codec::decompress(h.compression(), area)
 }
 
+/// Decides the fate of one transaction marker (a control batch) that the pass's
+/// [`super::txn_markers::TxnTracker`] found `removable` or not. A removable marker is a
+/// tombstone of its transaction: the first pass gives it a delete horizon (`now +
+/// delete.retention.ms`, as [`filter_batch`] does for tombstones), a pass after the horizon
+/// drops it. Not removable, or undecodable: kept verbatim.
+pub(crate) fn filter_marker(
+    h: &BatchHeader,
+    bytes: &[u8],
+    removable: bool,
+    rules: FilterRules<'_>,
+) -> Filtered {
+    let horizon = (h.attributes & DELETE_HORIZON_BIT != 0).then_some(h.base_timestamp);
+    let keep = |horizon| Filtered {
+        verdict: Verdict::Verbatim,
+        records_removed: 0,
+        tombstone_horizon: horizon,
+    };
+    if !removable {
+        return keep(None);
+    }
+    match horizon {
+        Some(t) if t <= rules.now_ms => {
+            return Filtered {
+                verdict: Verdict::Drop,
+                records_removed: u64::try_from(h.record_count.max(0)).unwrap_or(0),
+                tombstone_horizon: None,
+            }
+        }
+        Some(t) => return keep(Some(t)),
+        None => {}
+    }
+    let records = batch_records(h, bytes).and_then(|data| {
+        let records = parse_records(&data, h.record_count, h.base_offset, h.base_timestamp)?;
+        let kept: Vec<&RawRecord<'_>> = records.iter().collect();
+        if kept.is_empty() {
+            return Err("no records".to_string());
+        }
+        let new_horizon = rules
+            .now_ms
+            .saturating_add(rules.delete_retention_ms.max(0));
+        rebuild(h, &kept, Some(new_horizon)).map(|b| (b, new_horizon))
+    });
+    match records {
+        Ok((b, new_horizon)) => Filtered {
+            verdict: Verdict::Rebuilt(b),
+            records_removed: 0,
+            tombstone_horizon: Some(new_horizon),
+        },
+        Err(why) => {
+            tracing::warn!(base_offset = h.base_offset, %why, "cleaner keeps a marker it could not re-encode");
+            keep(None)
+        }
+    }
+}
+
 /// Decides the fate of one data batch (`bytes` is the whole batch, CRC already verified).
-/// Control batches (transaction markers: Kafka removes them only after their data, which this
-/// cleaner does not do yet) and batches whose records cannot be decoded are kept verbatim:
-/// keeping too much is always safe, dropping on a guess is not. A batch of an aborted
-/// transaction is dropped whole.
+/// Control batches go to [`filter_marker`] and are kept verbatim here; batches whose records
+/// cannot be decoded are kept verbatim too: keeping too much is always safe, dropping on a
+/// guess is not. A batch of an aborted transaction is dropped whole.
 pub(crate) fn filter_batch(h: &BatchHeader, bytes: &[u8], rules: FilterRules<'_>) -> Filtered {
     let verbatim = |horizon| Filtered {
         verdict: Verdict::Verbatim,

@@ -5,7 +5,8 @@
 //! at `base`. Its files are written as `{base}.log.cleaned`, `.index.cleaned`,
 //! `.timeindex.cleaned` plus `{base}.replaces.cleaned` (the text `end`: Kafka derives the range
 //! from the new segment's last offset, which undercounts when compaction emptied the group's
-//! tail, so it is recorded explicitly), all fsynced. Then:
+//! tail, so it is recorded explicitly), all fsynced, and `{base}.txnindex.cleaned` when the new
+//! segment keeps aborted-transaction entries (optional at every step). Then:
 //!
 //! 1. **commit**: rename the index, time index and marker `.cleaned` -> `.swap`, then the log
 //!    file last; fsync the directory. `{base}.log.swap` existing is the commit point.
@@ -21,6 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::sync_dir;
+use crate::partition_log::TXN_INDEX_SUFFIX;
 use crate::segment::{
     parse_log_file_name, segment_path, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
 };
@@ -29,8 +31,15 @@ pub(crate) const CLEANED: &str = ".cleaned";
 pub(crate) const SWAP: &str = ".swap";
 /// The marker recording the end of the replaced offset range.
 const REPLACES: &str = "replaces";
-/// Kinds in commit/install order: the log file always moves last.
-const KINDS: [&str; 4] = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, REPLACES, LOG_SUFFIX];
+/// Kinds in commit/install order: the log file always moves last. The `.txnindex` is
+/// optional (only a segment with aborted-transaction entries has one).
+const KINDS: [&str; 5] = [
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    REPLACES,
+    LOG_SUFFIX,
+];
 
 /// `{base:020}.{kind}{stage}`.
 fn staged(dir: &Path, base: i64, kind: &str, stage: &str) -> PathBuf {
@@ -59,6 +68,22 @@ pub(crate) fn write_marker(dir: &Path, base: i64, end: i64) -> io::Result<()> {
     f.sync_all()
 }
 
+/// Writes and fsyncs `{base}.txnindex.cleaned` with `entries` (nothing when there are none).
+pub(crate) fn write_txn_index(
+    dir: &Path,
+    base: i64,
+    entries: &[crate::txn::AbortedTxn],
+) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let path = staged(dir, base, TXN_INDEX_SUFFIX, CLEANED);
+    let f = fs::File::create(&path)?;
+    let bytes: Vec<u8> = entries.iter().flat_map(|e| e.encode()).collect();
+    io::Write::write_all(&mut &f, &bytes)?;
+    f.sync_all()
+}
+
 /// Removes the `.cleaned` files of the group at `base` (an abandoned cleaning).
 pub(crate) fn discard_cleaned(dir: &Path, base: i64) {
     for kind in KINDS {
@@ -72,10 +97,15 @@ pub(crate) fn discard_cleaned(dir: &Path, base: i64) {
 /// Step 1: `.cleaned` -> `.swap`, log file last, then the directory is fsynced.
 pub(crate) fn commit(dir: &Path, base: i64) -> io::Result<()> {
     for kind in KINDS {
-        fs::rename(
+        let (from, to) = (
             staged(dir, base, kind, CLEANED),
             staged(dir, base, kind, SWAP),
-        )?;
+        );
+        if kind == TXN_INDEX_SUFFIX {
+            rename_if_exists(&from, &to)?;
+        } else {
+            fs::rename(from, to)?;
+        }
     }
     sync_dir(dir)
 }
@@ -83,7 +113,12 @@ pub(crate) fn commit(dir: &Path, base: i64) -> io::Result<()> {
 /// Step 3: `.swap` -> final names (log last), marker removed. The old segment at `base` must
 /// be gone already (same name). The caller fsyncs the directory.
 pub(crate) fn install(dir: &Path, base: i64) -> io::Result<()> {
-    for kind in [INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX] {
+    for kind in [
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+        LOG_SUFFIX,
+    ] {
         rename_if_exists(
             &staged(dir, base, kind, SWAP),
             &segment_path(dir, base, kind),
@@ -124,7 +159,12 @@ pub(crate) fn recover(dir: &Path) -> io::Result<Vec<i64>> {
         };
         tracing::info!(dir = %dir.display(), base, end, "completing an interrupted compaction swap");
         for &old in live.iter().filter(|&&b| b >= base && b < end) {
-            for kind in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            for kind in [
+                LOG_SUFFIX,
+                INDEX_SUFFIX,
+                TIME_INDEX_SUFFIX,
+                TXN_INDEX_SUFFIX,
+            ] {
                 remove_if_exists(&segment_path(dir, old, kind))?;
             }
         }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use super::PartitionLog;
 use crate::checkpoint::sync_dir;
 use crate::cleaner::{
-    swap, CleanStats, CompactionConfig, CompactionOutcome, CompactionPlan, SegmentRef,
-    DEFAULT_MAX_ENTRIES,
+    swap, CleanStats, CleanedGroup, CompactionConfig, CompactionOutcome, CompactionPlan,
+    SegmentRef, DEFAULT_MAX_ENTRIES,
 };
 use crate::error::LogError;
 use crate::segment::Segment;
@@ -157,6 +157,7 @@ impl PartitionLog {
         if c.count == 0 {
             return Ok(None);
         }
+        let aborted = self.aborted_txns(0, c.end);
         let segments = self.segments[..c.count]
             .iter()
             .map(|s| SegmentRef {
@@ -175,7 +176,8 @@ impl PartitionLog {
             max_index_bytes: self.config.max_index_bytes,
             first_dirty: self.first_dirty_offset(),
             end: c.end,
-            aborted: crate::txn::AbortedBatches::new(&self.aborted_txns(0, c.end)),
+            aborted: crate::txn::AbortedBatches::new(&aborted),
+            aborted_txns: aborted,
             segments,
             max_map_entries,
         }))
@@ -222,7 +224,7 @@ impl PartitionLog {
                     .map(|()| i),
             };
             let result = committed.map_err(|e| (e, k)).and_then(|i| {
-                self.install_group(i, g.members.len(), g.base, g.end)
+                self.install_group(i, g.members.len(), g)
                     .map_err(|e| (e, k + 1))
             });
             if let Err((e, first_uncommitted)) = result {
@@ -279,7 +281,9 @@ impl PartitionLog {
     /// After the commit: old segments `[i, i + n)` to `.deleted`, the `.swap` files installed,
     /// the new segment opened and put in their place. If a step fails the old segments stay in
     /// memory (their open handles still read the same bytes) and a restart completes the swap.
-    fn install_group(&mut self, i: usize, n: usize, base: i64, end: i64) -> Result<(), LogError> {
+    /// The in-memory `.txnindex` entries of the replaced range become the group's.
+    fn install_group(&mut self, i: usize, n: usize, g: &CleanedGroup) -> Result<(), LogError> {
+        let (base, end) = (g.base, g.end);
         let mut deleted = Vec::new();
         for seg in &self.segments[i..i + n] {
             deleted.extend(seg.rename_to_deleted()?);
@@ -292,6 +296,10 @@ impl PartitionLog {
         }
         seg.set_next_offset(end);
         self.segments.splice(i..i + n, [seg]);
+        self.aborted
+            .retain(|t| t.last_offset < base || t.last_offset >= end);
+        self.aborted.extend_from_slice(&g.txn_entries);
+        self.aborted.sort_by_key(|t| t.last_offset);
         self.schedule_paths_delete(deleted);
         Ok(())
     }

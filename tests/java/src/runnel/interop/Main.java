@@ -50,6 +50,8 @@ public final class Main {
         SCENARIOS.put("consumer-rebalance-no-loss", ConsumerScenarios::rebalancesWithCommitsNoLoss);
         SCENARIOS.put("consumer-rack-fetch", RackScenarios::consumeWithRack);
         SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
+        SCENARIOS.put("txn-eos-loop", ExactlyOnceScenarios::consumeTransformProduce);
+        SCENARIOS.put("txn-perf", ExactlyOnceScenarios::producerThroughput);
     }
 
     private Main() {}

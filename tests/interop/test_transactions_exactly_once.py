@@ -1,0 +1,142 @@
+"""Exactly-once consume-transform-produce across kill -9 (issue 13), with the Java client (the
+reference implementation of Kafka's transactional producer). 3 nodes, RF 3: the Java loop
+(tests/java ExactlyOnceScenarios, `txn-eos-loop`) reads the input topic read_committed, writes
+every record to the output topic and commits its consumer offsets with
+sendOffsetsToTransaction, one transaction per poll of at most 100 records, restarting with the
+same transactional.id after any error. Mid-run the transaction coordinator is killed -9 (and
+restarted), later the leader of an output partition. At the end every input value is in the
+output, read read_committed, exactly once."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from clients import OP_TIMEOUT, admin, ck_conf, create_topic, unique_topic
+from cluster import Cluster, partition_states
+from conftest import _use
+from harness import wait_until
+from java_client import java_classpath
+from test_transactions_coordinator import describe
+
+N = 3000
+PARTITIONS = 3
+
+
+def _coordinator(cluster, txn_id):
+    def find():
+        for i in cluster.alive():
+            try:
+                if describe(cluster.node(i).address, txn_id)[0] == 0:
+                    return i
+            except OSError:
+                pass
+        return None
+    return wait_until(find, OP_TIMEOUT, interval=0.2, desc=f"the coordinator of {txn_id}")
+
+
+class _Loop(threading.Thread):
+    """The Java loop's process; `progress` follows its "progress=" lines."""
+
+    def __init__(self, cmd):
+        super().__init__(daemon=True)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.progress = 0
+        self.lines = []
+
+    def run(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip())
+            if line.startswith("progress="):
+                self.progress = int(line.split("=", 1)[1])
+
+    def wait_progress(self, at_least, desc):
+        wait_until(lambda: self.progress >= at_least or self.proc.poll() is not None, 120,
+                   interval=0.05, desc=desc)
+        assert self.proc.poll() is None, f"the loop ended before {desc}:\n" + "\n".join(self.lines[-30:])
+
+
+def _read_committed(bootstrap, topic):
+    c = Consumer(ck_conf(bootstrap, **{"group.id": unique_topic("eos-check"),
+                                       "isolation.level": "read_committed",
+                                       "auto.offset.reset": "earliest",
+                                       "enable.auto.commit": False}))
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    ends = {tp.partition: c.get_watermark_offsets(tp, timeout=OP_TIMEOUT, cached=False)[1] for tp in tps}
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values = []
+    positions = {p: 0 for p in range(PARTITIONS)}
+    deadline = time.monotonic() + OP_TIMEOUT
+    try:
+        while any(positions[p] < ends[p] for p in positions):
+            assert time.monotonic() < deadline, f"reading {topic}: at {positions}, end {ends}"
+            for m in c.consume(500, timeout=0.5):
+                if m.error() is None:
+                    values.append(m.value().decode())
+            for tp in c.position(tps):
+                if tp.offset >= 0:
+                    positions[tp.partition] = tp.offset
+    finally:
+        c.close()
+    return values
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(360)
+def test_consume_transform_produce_is_exactly_once_across_kill_9(tmp_path, request):
+    cluster = Cluster(tmp_path / "cluster", 3)
+    for node in cluster.nodes.values():
+        _use(request, node)
+    cluster.start()
+    cluster.wait_all_brokers(admin(cluster.bootstrap))
+    source = create_topic(cluster.bootstrap, unique_topic("eos-in"), PARTITIONS, replication_factor=3)
+    sink = create_topic(cluster.bootstrap, unique_topic("eos-out"), PARTITIONS, replication_factor=3)
+    p = Producer(ck_conf(cluster.bootstrap, **{"enable.idempotence": True}))
+    for i in range(N):
+        p.produce(source, key=str(i).encode(), value=str(i).encode())
+    assert p.flush(OP_TIMEOUT) == 0
+    txn_id = unique_topic("eos-id")
+    cmd = ["java", "-cp", java_classpath(), "runnel.interop.Main", "txn-eos-loop", cluster.bootstrap, "3",
+           f"input={source}", f"output={sink}", f"group={unique_topic('eos-group')}", f"id={txn_id}",
+           "pause_ms=100", "budget_ms=240000"]
+    loop = _Loop(cmd)
+    loop.start()
+    try:
+        loop.wait_progress(N // 5, "a fifth of the input")
+        coordinator = _coordinator(cluster, txn_id)
+        cluster.kill9(coordinator)
+        cluster.start_node(coordinator)
+        at = loop.progress
+        loop.wait_progress(at + N // 5, "progress after the coordinator's kill")
+        leader = wait_until(lambda: (s := partition_states(admin(cluster.bootstrap), sink)) and s[0][0],
+                            OP_TIMEOUT, desc="the output's leader")
+        cluster.kill9(leader)
+        cluster.start_node(leader)
+        try:
+            loop.proc.wait(timeout=240)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the loop did not finish:\n" + "\n".join(loop.lines[-40:])) from None
+    finally:
+        if loop.proc.poll() is None:
+            loop.proc.kill()
+        loop.join(5)
+    stderr = loop.proc.stderr.read()
+    assert loop.proc.returncode == 0, "\n".join(loop.lines[-40:]) + "\n" + stderr[-4000:]
+    assert "PASS txn-eos-loop" in loop.lines, loop.lines[-10:]
+    values = _read_committed(cluster.bootstrap, sink)
+    counts = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    duplicated = sorted((v for v, c in counts.items() if c > 1), key=int)
+    missing = [str(i) for i in range(N) if str(i) not in counts]
+    restarts = next((line for line in loop.lines if line.startswith("restarts=")), "?")
+    assert not duplicated and not missing, (
+        f"{len(duplicated)} duplicated (first {duplicated[:10]}), {len(missing)} missing (first "
+        f"{missing[:10]}); {restarts}")
+    assert len(values) == N
+    cluster.stop_all()
