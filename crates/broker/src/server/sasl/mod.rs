@@ -27,6 +27,9 @@ pub struct SaslConfig {
     /// PLAIN's users from the listener's JAAS entry.
     pub plain_users: BTreeMap<String, String>,
     pub scram: ScramStore,
+    /// `connections.max.reauth.ms` (KIP-368): a session's lifetime; 0 (Kafka's default) means
+    /// sessions never expire and re-authentication is not offered.
+    pub max_reauth_ms: i64,
 }
 
 impl std::fmt::Debug for SaslConfig {
@@ -47,6 +50,7 @@ enum State {
     /// SCRAM's first round is done.
     ScramSent {
         exchange: Box<ServerExchange>,
+        mechanism: String,
         raw: bool,
     },
     Done,
@@ -69,6 +73,13 @@ pub enum Step {
 pub struct SaslSession {
     config: Arc<SaslConfig>,
     state: State,
+    /// Set while re-authenticating (KIP-368): the mechanism and user of the session being
+    /// renewed, which must not change.
+    renewing: Option<(String, String)>,
+    /// The mechanism and user of the current (or last) successful authentication.
+    authenticated: Option<(String, String)>,
+    /// The client authenticated with SaslAuthenticate v1+, so it can re-authenticate.
+    supports_reauth: bool,
 }
 
 /// SaslHandshake's outcome: the Kafka error code (0, UNSUPPORTED_SASL_MECHANISM 33 or
@@ -88,11 +99,44 @@ impl SaslSession {
         SaslSession {
             config,
             state: State::Start,
+            renewing: None,
+            authenticated: None,
+            supports_reauth: false,
         }
     }
 
     pub fn is_authenticated(&self) -> bool {
         matches!(self.state, State::Done)
+    }
+
+    /// How long an authenticated session lasts (`connections.max.reauth.ms`), if it expires.
+    pub fn session_lifetime_ms(&self) -> Option<i64> {
+        (self.config.max_reauth_ms > 0).then_some(self.config.max_reauth_ms)
+    }
+
+    /// Records the SaslAuthenticate version that completed the exchange: v1+ clients are told
+    /// the session lifetime and may re-authenticate (KIP-368).
+    pub fn set_authenticate_version(&mut self, version: i16) {
+        self.supports_reauth = version >= 1;
+    }
+
+    /// Whether a SaslHandshake now starts a re-authentication: the session is authenticated,
+    /// sessions expire, and the client authenticated with SaslAuthenticate v1+ (Kafka's
+    /// `connectedClientSupportsReauthentication`).
+    pub fn can_reauthenticate(&self) -> bool {
+        self.is_authenticated() && self.session_lifetime_ms().is_some() && self.supports_reauth
+    }
+
+    /// Starts a re-authentication: the next frames are a new SaslHandshake / SaslAuthenticate
+    /// exchange that must use the same mechanism and name the same user.
+    pub fn begin_reauthentication(&mut self) {
+        self.renewing = self.authenticated.clone();
+        self.state = State::Start;
+    }
+
+    /// A re-authentication is in progress (the old session still holds until it expires).
+    pub fn is_reauthenticating(&self) -> bool {
+        self.renewing.is_some() && !self.is_authenticated()
     }
 
     /// After SaslHandshake v0 the client sends raw SASL tokens, not SaslAuthenticate frames.
@@ -117,6 +161,21 @@ impl SaslSession {
                 mechanisms,
             };
         }
+        if let Some((previous, _)) = &self.renewing {
+            // KIP-368: a re-authentication keeps the mechanism, and uses SaslAuthenticate.
+            if previous != mechanism {
+                return Handshake {
+                    error_code: UNSUPPORTED_SASL_MECHANISM,
+                    mechanisms,
+                };
+            }
+            if version == 0 {
+                return Handshake {
+                    error_code: ILLEGAL_SASL_STATE,
+                    mechanisms,
+                };
+            }
+        }
         self.state = State::Chosen {
             mechanism: mechanism.to_string(),
             raw: version == 0,
@@ -132,7 +191,7 @@ impl SaslSession {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Chosen { mechanism, .. } if mechanism == PLAIN => {
                 match plain::authenticate(token, &self.config.plain_users) {
-                    Ok(user) => self.done(Vec::new(), user),
+                    Ok(user) => self.done(PLAIN, Vec::new(), user),
                     Err(message) => failed(message, plain_user(token)),
                 }
             }
@@ -154,14 +213,19 @@ impl SaslSession {
                 let (exchange, message) = scram::server_first(m, first, credential, server_nonce);
                 self.state = State::ScramSent {
                     exchange: Box::new(exchange),
+                    mechanism,
                     raw,
                 };
                 Step::Challenge(message.into_bytes())
             }
-            State::ScramSent { exchange, .. } => match exchange.client_final(token) {
+            State::ScramSent {
+                exchange,
+                mechanism,
+                ..
+            } => match exchange.client_final(token) {
                 Ok(server_final) => {
                     let user = exchange.username().to_string();
-                    self.done(server_final.into_bytes(), user)
+                    self.done(&mechanism, server_final.into_bytes(), user)
                 }
                 Err(_) => failed(
                     "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM".into(),
@@ -175,8 +239,18 @@ impl SaslSession {
         }
     }
 
-    fn done(&mut self, response: Vec<u8>, user: String) -> Step {
+    fn done(&mut self, mechanism: &str, response: Vec<u8>, user: String) -> Step {
+        if let Some((_, previous)) = self.renewing.take() {
+            if previous != user {
+                // Kafka's ReauthInfo.ensurePrincipalUnchanged.
+                return failed(
+                    format!("Cannot change principals during re-authentication from User:{previous}: User:{user}"),
+                    Some(user),
+                );
+            }
+        }
         self.state = State::Done;
+        self.authenticated = Some((mechanism.to_string(), user.clone()));
         Step::Authenticated { response, user }
     }
 }
@@ -203,6 +277,7 @@ mod tests {
             scram: Arc::new(move |user, m| {
                 (user == "bob" && m == ScramMechanism::Sha512).then(|| cred.clone())
             }),
+            max_reauth_ms: 0,
         })
     }
 
