@@ -394,6 +394,52 @@ mod tests {
     }
 
     #[test]
+    fn controller_listener_security_from_kafka_properties() {
+        let security = |props: &[(&str, &str)]| {
+            let mut config = test_config();
+            for (k, v) in props {
+                config.props.insert(k.to_string(), v.to_string());
+            }
+            config.controller_security()
+        };
+        // Without controller.listener.names: PLAINTEXT, as before.
+        assert_eq!(security(&[]).ok().unwrap().protocol(), "PLAINTEXT");
+        let names = ("controller.listener.names", "CONTROLLER");
+        let map = (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        );
+        let err = security(&[names]).err().unwrap().to_string();
+        assert!(err.contains("listener.security.protocol.map"), "{err}");
+        let jaas = (
+            "listener.name.controller.plain.sasl.jaas.config",
+            r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="n" password="p" user_n="p";"#,
+        );
+        let mechanisms = ("listener.name.controller.sasl.enabled.mechanisms", "PLAIN");
+        // Kafka's default sasl.mechanism.controller.protocol (GSSAPI) is refused.
+        let err = security(&[names, map, jaas, mechanisms])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("GSSAPI"), "{err}");
+        let mechanism = ("sasl.mechanism.controller.protocol", "PLAIN");
+        let ok = security(&[names, map, jaas, mechanisms, mechanism])
+            .ok()
+            .unwrap();
+        assert_eq!(ok.protocol(), "SASL_PLAINTEXT");
+        // SCRAM cannot be checked before the metadata log is replicated.
+        let scram = (
+            "listener.name.controller.sasl.enabled.mechanisms",
+            "PLAIN,SCRAM-SHA-512",
+        );
+        let err = security(&[names, map, jaas, scram, mechanism])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("SCRAM-SHA-512"), "{err}");
+    }
+
+    #[test]
     fn listen_flag_is_the_plaintext_shorthand() {
         let p = plan(&[]).unwrap();
         assert_eq!(p.listeners.len(), 1);

@@ -355,6 +355,76 @@ mod tests {
         ));
     }
 
+    fn with_reauth(ms: i64) -> Arc<SaslConfig> {
+        let mut c = (*config()).clone();
+        c.max_reauth_ms = ms;
+        Arc::new(c)
+    }
+
+    fn plain_login(s: &mut SaslSession, user: &str, password: &str) -> Step {
+        assert_eq!(s.handshake("PLAIN", 1).error_code, 0);
+        s.authenticate(format!("\0{user}\0{password}").as_bytes(), "n")
+    }
+
+    #[test]
+    fn reauthentication_keeps_mechanism_and_principal() {
+        let mut s = SaslSession::new(with_reauth(1000));
+        assert!(matches!(
+            plain_login(&mut s, "alice", "alice-secret"),
+            Step::Authenticated { .. }
+        ));
+        assert_eq!(s.session_lifetime_ms(), Some(1000));
+        // A SaslAuthenticate v0 client cannot re-authenticate.
+        s.set_authenticate_version(0);
+        assert!(!s.can_reauthenticate());
+        s.set_authenticate_version(1);
+        assert!(s.can_reauthenticate());
+        s.begin_reauthentication();
+        assert!(s.is_reauthenticating());
+        assert!(matches!(
+            plain_login(&mut s, "alice", "alice-secret"),
+            Step::Authenticated { .. }
+        ));
+        assert!(!s.is_reauthenticating() && s.is_authenticated());
+        // Another mechanism, a v0 handshake, or another user: refused.
+        s.begin_reauthentication();
+        assert_eq!(
+            s.handshake("SCRAM-SHA-512", 1).error_code,
+            UNSUPPORTED_SASL_MECHANISM
+        );
+        let mut s2 = SaslSession::new(with_reauth(1000));
+        plain_login(&mut s2, "alice", "alice-secret");
+        s2.set_authenticate_version(1);
+        s2.begin_reauthentication();
+        assert_eq!(s2.handshake("PLAIN", 0).error_code, ILLEGAL_SASL_STATE);
+        let mut s3 = SaslSession::new(with_reauth(1000));
+        plain_login(&mut s3, "alice", "alice-secret");
+        s3.set_authenticate_version(1);
+        s3.begin_reauthentication();
+        let mut users = s3.config.plain_users.clone();
+        users.insert("eve".into(), "eve-secret".into());
+        s3.config = Arc::new(SaslConfig {
+            plain_users: users,
+            ..(*with_reauth(1000)).clone()
+        });
+        match plain_login(&mut s3, "eve", "eve-secret") {
+            Step::Failed { message, user } => {
+                assert_eq!(user.as_deref(), Some("eve"));
+                assert!(message.contains("Cannot change principals"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_max_reauth_sessions_never_expire() {
+        let mut s = SaslSession::new(config());
+        plain_login(&mut s, "alice", "alice-secret");
+        s.set_authenticate_version(2);
+        assert_eq!(s.session_lifetime_ms(), None);
+        assert!(!s.can_reauthenticate());
+    }
+
     #[test]
     fn authenticate_before_handshake_fails() {
         let mut s = SaslSession::new(config());
