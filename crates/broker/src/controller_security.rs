@@ -25,7 +25,6 @@ use bytes::Bytes;
 use runnel_raft::{AcceptError, Accepted, BoxFuture, BoxStream, ChannelSecurity};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsAcceptor;
 
 use crate::server::auth_failures::AUTH_STATS;
 use crate::server::authenticate::{pre_auth, PreAuth, Then};
@@ -41,7 +40,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct ControllerSecurity {
     pub listener: String,
     pub protocol: &'static str,
-    pub tls: Option<TlsAcceptor>,
+    pub tls: Option<Arc<crate::server::tls::ReloadingAcceptor>>,
     pub sasl: Option<Arc<SaslConfig>>,
     /// How this node dials other controller listeners (its own credentials).
     pub client: runnel_client::Security,
@@ -49,7 +48,7 @@ pub struct ControllerSecurity {
 
 impl ControllerSecurity {
     async fn handshake(
-        tls: Option<TlsAcceptor>,
+        tls: Option<Arc<crate::server::tls::ReloadingAcceptor>>,
         sasl: Option<Arc<SaslConfig>>,
         stream: TcpStream,
     ) -> Result<Accepted, (AcceptError, Option<String>)> {
@@ -57,6 +56,7 @@ impl ControllerSecurity {
             return sasl_handshake(Box::new(stream), sasl).await;
         };
         let tls = acceptor
+            .current()
             .accept(stream)
             .await
             .map_err(|e| (AcceptError::Tls(e.to_string()), None))?;

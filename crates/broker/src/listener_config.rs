@@ -40,6 +40,14 @@ impl BrokerConfig {
             .cloned()
     }
 
+    /// [`Self::listener_prop`] as an owned lookup, for what re-reads properties later (the
+    /// reloading TLS acceptor).
+    fn owned_lookup(&self, listener: &str) -> tls::OwnedLookup {
+        let config = self.clone();
+        let listener = listener.to_string();
+        Box::new(move |key: &str| config.listener_prop(&listener, key))
+    }
+
     pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
         let map_text = self
             .props
@@ -195,9 +203,10 @@ impl BrokerConfig {
             return Ok(Arc::new(runnel_raft::Plaintext));
         }
         let context = |e: String| config_error(format!("controller listener {name}: {e}"));
-        let lookup = |key: &str| self.listener_prop(name, key);
         let tls = if protocol.uses_tls() {
-            Some(tls::acceptor(&lookup).map_err(context)?)
+            Some(Arc::new(
+                tls::ReloadingAcceptor::new(self.owned_lookup(name)).map_err(context)?,
+            ))
         } else {
             None
         };
@@ -234,10 +243,11 @@ impl BrokerConfig {
         image: &watch::Receiver<Arc<MetadataImage>>,
     ) -> Result<ListenerRuntime, BrokerError> {
         let name = &endpoint.name;
-        let lookup = |key: &str| self.listener_prop(name, key);
         let context = |e: String| config_error(format!("listener {name}: {e}"));
         let tls = if endpoint.protocol.uses_tls() {
-            Some(tls::acceptor(&lookup).map_err(context)?)
+            Some(Arc::new(
+                tls::ReloadingAcceptor::new(self.owned_lookup(name)).map_err(context)?,
+            ))
         } else {
             None
         };

@@ -52,7 +52,8 @@ const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// protocol has them.
 pub struct ListenerRuntime {
     pub name: String,
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Rebuilt when its PEM files change (`tls::ReloadingAcceptor`).
+    pub tls: Option<Arc<tls::ReloadingAcceptor>>,
     pub sasl: Option<Arc<sasl::SaslConfig>>,
 }
 
@@ -218,7 +219,7 @@ async fn connection(
         };
         // The handshake counts as idle time: a client that never finishes it is closed too.
         let accepted = within(shared.idle_timeout, async {
-            acceptor.accept(stream).await.map_err(Closed::Tls)
+            acceptor.current().accept(stream).await.map_err(Closed::Tls)
         })
         .await;
         match accepted {
