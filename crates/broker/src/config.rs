@@ -120,6 +120,9 @@ const ALSO_KNOWN: &[&str] = &[
     "sasl.enabled.mechanisms",
     "sasl.jaas.config",
     "sasl.mechanism.inter.broker.protocol",
+    "controller.listener.names",
+    "sasl.mechanism.controller.protocol",
+    "connections.max.reauth.ms",
 ];
 
 /// Families of per-listener security properties (`listener.name.<name>.ssl.keystore.location`,

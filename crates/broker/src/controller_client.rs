@@ -105,13 +105,15 @@ impl ControllerClient {
         voters: BTreeMap<i32, String>,
         cluster_id: &str,
     ) -> Self {
+        // The controller listener's security (TLS / SASL with this node's own credentials).
+        let transport = TcpTransport::with_security(cluster_id, quorum.security());
         ControllerClient {
             node_id,
             local,
             quorum: Some(quorum),
             remote: Some(Remote {
                 voters,
-                transport: Arc::new(TcpTransport::new(cluster_id)),
+                transport: Arc::new(transport),
             }),
         }
     }

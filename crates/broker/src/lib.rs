@@ -9,6 +9,7 @@ pub mod consumer_group_settings;
 pub mod context;
 pub mod controller_client;
 pub mod controller_rpc;
+pub mod controller_security;
 pub mod controller_shell;
 pub mod coordinator_task;
 pub mod disk_space;

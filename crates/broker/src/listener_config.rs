@@ -40,6 +40,14 @@ impl BrokerConfig {
             .cloned()
     }
 
+    /// [`Self::listener_prop`] as an owned lookup, for what re-reads properties later (the
+    /// reloading TLS acceptor).
+    fn owned_lookup(&self, listener: &str) -> tls::OwnedLookup {
+        let config = self.clone();
+        let listener = listener.to_string();
+        Box::new(move |key: &str| config.listener_prop(&listener, key))
+    }
+
     pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
         let map_text = self
             .props
@@ -122,15 +130,23 @@ impl BrokerConfig {
         let Some(protocol) = protocol else {
             return Ok(runnel_client::Security::default());
         };
-        let protocol_name = match (protocol.uses_tls(), protocol.uses_sasl()) {
-            (false, false) => "PLAINTEXT",
-            (true, false) => "SSL",
-            (false, true) => "SASL_PLAINTEXT",
-            (true, true) => "SASL_SSL",
-        };
+        self.dialing_security(&name, protocol, "sasl.mechanism.inter.broker.protocol")
+            .map_err(|e| config_error(format!("inter-broker listener {name}: {e}")))
+    }
+
+    /// How this node dials listener `name` of other nodes: its protocol, the mechanism named by
+    /// `mechanism_key` (Kafka's default GSSAPI is refused) with the username/password of
+    /// `listener.name.<name>.<mechanism>.sasl.jaas.config`, and the listener's PEM stores.
+    fn dialing_security(
+        &self,
+        name: &str,
+        protocol: SecurityProtocol,
+        mechanism_key: &str,
+    ) -> Result<runnel_client::Security, String> {
+        let protocol_name = protocol.name();
         let mechanism = self
             .props
-            .get("sasl.mechanism.inter.broker.protocol")
+            .get(mechanism_key)
             .cloned()
             .unwrap_or_else(|| "GSSAPI".into());
         let jaas_key = format!(
@@ -149,13 +165,75 @@ impl BrokerConfig {
                     .cloned(),
                 // The broker's certificate names itself, not the peer it dials by address.
                 "ssl.endpoint.identification.algorithm" => self
-                    .listener_prop(&name, key)
+                    .listener_prop(name, key)
                     .or_else(|| Some("https".into())),
-                other => self.listener_prop(&name, other),
+                other => self.listener_prop(name, other),
             }
         };
         runnel_client::Security::from_lookup(&get)
-            .map_err(|e| config_error(format!("inter-broker listener {name}: {e}")))
+    }
+
+    /// The controller (quorum) listener's security: `controller.listener.names` (its first
+    /// name), that name's protocol in `listener.security.protocol.map`, the listener's
+    /// `listener.name.<name>.` TLS and SASL properties for accepting, and
+    /// `sasl.mechanism.controller.protocol` for dialing. Without `controller.listener.names`
+    /// the listener is PLAINTEXT, as before. SASL there is PLAIN only (see
+    /// `controller_security`).
+    pub fn controller_security(
+        &self,
+    ) -> Result<Arc<dyn runnel_raft::ChannelSecurity>, BrokerError> {
+        let Some(names) = self.props.get("controller.listener.names") else {
+            return Ok(Arc::new(runnel_raft::Plaintext));
+        };
+        let Some(name) = names.split(',').map(str::trim).find(|n| !n.is_empty()) else {
+            return Err(config_error("controller.listener.names is empty".into()));
+        };
+        let map_text = self
+            .props
+            .get("listener.security.protocol.map")
+            .map(String::as_str)
+            .unwrap_or(DEFAULT_PROTOCOL_MAP);
+        let map = listeners::parse_protocol_map(map_text).map_err(config_error)?;
+        let protocol = *map.get(&name.to_ascii_uppercase()).ok_or_else(|| {
+            config_error(format!(
+                "controller.listener.names names {name}, which listener.security.protocol.map does not map to a security protocol"
+            ))
+        })?;
+        if protocol == SecurityProtocol::Plaintext {
+            return Ok(Arc::new(runnel_raft::Plaintext));
+        }
+        let context = |e: String| config_error(format!("controller listener {name}: {e}"));
+        let tls = if protocol.uses_tls() {
+            Some(Arc::new(
+                tls::ReloadingAcceptor::new(self.owned_lookup(name)).map_err(context)?,
+            ))
+        } else {
+            None
+        };
+        let sasl = if protocol.uses_sasl() {
+            // No SCRAM store: the credentials live in the log this listener replicates.
+            let (_tx, empty) = watch::channel(Arc::new(MetadataImage::empty(String::new())));
+            let config = self.sasl_config(name, &empty).map_err(context)?;
+            if let Some(m) = config.mechanisms.iter().find(|m| *m != PLAIN) {
+                return Err(context(format!(
+                    "sasl.enabled.mechanisms: {m} is not supported on the controller listener (PLAIN only: SCRAM credentials are stored in the metadata log the controllers replicate)"
+                )));
+            }
+            Some(Arc::new(config))
+        } else {
+            None
+        };
+        let client = self
+            .dialing_security(name, protocol, "sasl.mechanism.controller.protocol")
+            .map_err(context)?;
+        tracing::info!("controller listener {name}: {}", protocol.name());
+        Ok(Arc::new(crate::controller_security::ControllerSecurity {
+            listener: name.to_string(),
+            protocol: protocol.name(),
+            tls,
+            sasl,
+            client,
+        }))
     }
 
     /// TLS and SASL for one listener; errors are startup errors naming the property.
@@ -165,10 +243,11 @@ impl BrokerConfig {
         image: &watch::Receiver<Arc<MetadataImage>>,
     ) -> Result<ListenerRuntime, BrokerError> {
         let name = &endpoint.name;
-        let lookup = |key: &str| self.listener_prop(name, key);
         let context = |e: String| config_error(format!("listener {name}: {e}"));
         let tls = if endpoint.protocol.uses_tls() {
-            Some(tls::acceptor(&lookup).map_err(context)?)
+            Some(Arc::new(
+                tls::ReloadingAcceptor::new(self.owned_lookup(name)).map_err(context)?,
+            ))
         } else {
             None
         };
@@ -218,10 +297,18 @@ impl BrokerConfig {
                 .ok_or_else(|| format!("PLAIN needs {key} (or sasl.jaas.config) with user_<name>=\"<password>\" entries"))?;
             plain_users = jaas::parse(text)?.plain_users();
         }
+        let max_reauth_ms = match self.listener_prop(listener, "connections.max.reauth.ms") {
+            None => 0,
+            Some(v) => v
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| format!("connections.max.reauth.ms must be a long, got '{v}'"))?,
+        };
         Ok(SaslConfig {
             mechanisms,
             plain_users,
             scram: scram_store(image.clone()),
+            max_reauth_ms,
         })
     }
 }
@@ -314,6 +401,52 @@ mod tests {
             ("SCRAM-SHA-512", "b")
         );
         assert!(s.tls.is_none());
+    }
+
+    #[test]
+    fn controller_listener_security_from_kafka_properties() {
+        let security = |props: &[(&str, &str)]| {
+            let mut config = test_config();
+            for (k, v) in props {
+                config.props.insert(k.to_string(), v.to_string());
+            }
+            config.controller_security()
+        };
+        // Without controller.listener.names: PLAINTEXT, as before.
+        assert_eq!(security(&[]).ok().unwrap().protocol(), "PLAINTEXT");
+        let names = ("controller.listener.names", "CONTROLLER");
+        let map = (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        );
+        let err = security(&[names]).err().unwrap().to_string();
+        assert!(err.contains("listener.security.protocol.map"), "{err}");
+        let jaas = (
+            "listener.name.controller.plain.sasl.jaas.config",
+            r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="n" password="p" user_n="p";"#,
+        );
+        let mechanisms = ("listener.name.controller.sasl.enabled.mechanisms", "PLAIN");
+        // Kafka's default sasl.mechanism.controller.protocol (GSSAPI) is refused.
+        let err = security(&[names, map, jaas, mechanisms])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("GSSAPI"), "{err}");
+        let mechanism = ("sasl.mechanism.controller.protocol", "PLAIN");
+        let ok = security(&[names, map, jaas, mechanisms, mechanism])
+            .ok()
+            .unwrap();
+        assert_eq!(ok.protocol(), "SASL_PLAINTEXT");
+        // SCRAM cannot be checked before the metadata log is replicated.
+        let scram = (
+            "listener.name.controller.sasl.enabled.mechanisms",
+            "PLAIN,SCRAM-SHA-512",
+        );
+        let err = security(&[names, map, jaas, scram, mechanism])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("SCRAM-SHA-512"), "{err}");
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! `connections.max.idle.ms` is closed, half-received frame or not; request bytes come out of
 //! one pool (`queued.max.request.bytes`) and an empty pool stops reading (backpressure).
 
-mod authenticate;
+pub mod auth_failures;
+pub(crate) mod authenticate;
 pub mod dn;
 pub mod fd_limit;
 pub mod frame;
@@ -33,6 +34,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use crate::context::Broker;
 use crate::dispatch::{dispatch_throttled, DispatchError};
 use crate::principal::{ConnectionIdentity, KafkaPrincipal};
+use auth_failures::AUTH_STATS;
 use authenticate::{pre_auth, PreAuth, Then};
 use frame::{read_frame, Frame};
 use limits::{ConnectionCounts, PerIpLimits, ServerLimits};
@@ -50,7 +52,8 @@ const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// protocol has them.
 pub struct ListenerRuntime {
     pub name: String,
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Rebuilt when its PEM files change (`tls::ReloadingAcceptor`).
+    pub tls: Option<Arc<tls::ReloadingAcceptor>>,
     pub sasl: Option<Arc<sasl::SaslConfig>>,
 }
 
@@ -177,8 +180,15 @@ enum Closed {
     Eof,
     #[error("TLS handshake failed: {0}")]
     Tls(std::io::Error),
-    #[error("{0}")]
-    Authentication(String),
+    #[error("{reason}")]
+    Authentication {
+        reason: String,
+        user: Option<String>,
+    },
+    /// KIP-368: the SASL session expired and the client sent a request other than a
+    /// re-authentication.
+    #[error("the SASL session expired (connections.max.reauth.ms) without re-authentication")]
+    Expired,
 }
 
 /// Runs `f`, or gives up with [`Closed::Idle`] after the idle timeout.
@@ -209,7 +219,7 @@ async fn connection(
         };
         // The handshake counts as idle time: a client that never finishes it is closed too.
         let accepted = within(shared.idle_timeout, async {
-            acceptor.accept(stream).await.map_err(Closed::Tls)
+            acceptor.current().accept(stream).await.map_err(Closed::Tls)
         })
         .await;
         match accepted {
@@ -217,6 +227,7 @@ async fn connection(
                 let mut identity = identity;
                 // SSL: the certificate names the principal; SASL_SSL: SASL will.
                 if shared.listener.sasl.is_none() {
+                    AUTH_STATS.succeeded();
                     if let Some(dn) = client_certificate_dn(&tls) {
                         identity.principal = KafkaPrincipal::user(dn);
                     }
@@ -232,15 +243,19 @@ async fn connection(
     };
     match ended {
         Closed::Eof | Closed::Shutdown => {}
-        Closed::Idle
-        | Closed::Write(_)
-        | Closed::Tls(_)
-        | Closed::Frame(frame::FrameError::Truncated { .. }) => {
+        Closed::Idle | Closed::Write(_) | Closed::Frame(frame::FrameError::Truncated { .. }) => {
             tracing::debug!(%peer, "closing connection: {ended}")
         }
-        // Logged once, with the address and the principal name the client gave; never a secret.
-        Closed::Authentication(_) => {
-            tracing::warn!(%peer, listener = %shared.listener.name, "{ended}; closing connection")
+        // A failed TLS handshake is a failed authentication, as Kafka counts it.
+        Closed::Tls(_) => AUTH_STATS.failed(&shared.listener.name, peer, None, &ended.to_string()),
+        // Counted, and logged once per address and principal (the name the client gave, never
+        // a secret) per interval.
+        Closed::Authentication { reason, user } => {
+            AUTH_STATS.failed(&shared.listener.name, peer, user.as_deref(), &reason)
+        }
+        Closed::Expired => {
+            AUTH_STATS.expired_killed();
+            tracing::info!(%peer, listener = %shared.listener.name, "closing connection: {ended}")
         }
         Closed::Frame(_) | Closed::BadRequest(_) => {
             tracing::warn!(%peer, reason = %ended, "closing connection")
@@ -249,14 +264,16 @@ async fn connection(
 }
 
 /// The verified client certificate's subject (Kafka's DEFAULT principal mapping).
-fn client_certificate_dn(tls: &tokio_rustls::server::TlsStream<TcpStream>) -> Option<String> {
+pub(crate) fn client_certificate_dn(
+    tls: &tokio_rustls::server::TlsStream<TcpStream>,
+) -> Option<String> {
     let (_, session) = tls.get_ref();
     let cert = session.peer_certificates()?.first()?;
     dn::subject_dn(cert)
 }
 
 /// A random SCRAM server nonce (printable, no commas: RFC 5802's `printable`).
-fn server_nonce() -> String {
+pub(crate) fn server_nonce() -> String {
     use rand::distributions::{Alphanumeric, DistString};
     Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
 }
@@ -271,6 +288,9 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
     let mut writer = std::pin::pin!(writer);
     let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
     let mut sasl = shared.listener.sasl.clone().map(sasl::SaslSession::new);
+    // KIP-368: when the current SASL session ends (connections.max.reauth.ms).
+    let mut session_expires: Option<tokio::time::Instant> = None;
+    let mut authenticated_before = false;
     loop {
         // The idle clock runs from the last response until a whole request is in: bytes of a
         // half-received frame do not reset it, so a trickling sender is closed too.
@@ -284,10 +304,23 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             Ok(frame) => frame,
             Err(closed) => return closed,
         };
-        let response = match sasl.as_mut().filter(|s| !s.is_authenticated()) {
+        if let Some(session) = sasl.as_mut() {
+            let handshake = is_sasl_handshake(&bytes);
+            if handshake && session.can_reauthenticate() {
+                // A re-authentication (KIP-368), before or after the session expired.
+                session.begin_reauthentication();
+            } else if session_expires.is_some_and(|at| tokio::time::Instant::now() >= at)
+                && !(session.is_reauthenticating() && is_sasl_request(&bytes))
+            {
+                // Kafka's Processor: an expired session's next request closes the connection.
+                return Closed::Expired;
+            }
+        }
+        let pre = sasl.as_mut().filter(|s| in_exchange(s, &bytes));
+        let response = match pre {
             Some(session) => match pre_auth(session, &bytes, &server_nonce()) {
                 PreAuth::Dispatch => None,
-                PreAuth::Refuse(reason) => return Closed::Authentication(reason),
+                PreAuth::Refuse(reason, user) => return Closed::Authentication { reason, user },
                 PreAuth::Reply(reply, then) => Some((reply, then)),
             },
             None => None,
@@ -321,14 +354,52 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             Then::Continue => {}
             Then::Authenticated(user) => {
                 tracing::debug!(peer = %identity.peer, %user, "authenticated");
+                let lifetime = sasl.as_ref().and_then(|s| s.session_lifetime_ms());
+                session_expires = lifetime.map(|ms| {
+                    tokio::time::Instant::now() + Duration::from_millis(ms.unsigned_abs())
+                });
+                if authenticated_before {
+                    AUTH_STATS.reauth_succeeded();
+                } else {
+                    AUTH_STATS.succeeded();
+                }
+                authenticated_before = true;
                 identity.principal = KafkaPrincipal::user(user);
             }
-            Then::Close { reason, .. } => {
+            Then::Close { reason, user } => {
                 let _ = writer.flush().await;
-                return Closed::Authentication(reason);
+                if authenticated_before {
+                    AUTH_STATS.reauth_failed();
+                }
+                return Closed::Authentication { reason, user };
             }
         }
     }
+}
+
+/// Whether `frame` belongs to the SASL exchange rather than the dispatcher: every frame
+/// before the first authentication; while re-authenticating, only the SASL frames (other
+/// requests still run as the current principal, whose session has not expired).
+fn in_exchange(session: &sasl::SaslSession, frame: &[u8]) -> bool {
+    if session.is_reauthenticating() {
+        is_sasl_request(frame)
+    } else {
+        !session.is_authenticated()
+    }
+}
+
+/// The api key of a request frame (its first two bytes), if it has one.
+fn api_key(frame: &[u8]) -> Option<i16> {
+    Some(i16::from_be_bytes([*frame.first()?, *frame.get(1)?]))
+}
+
+fn is_sasl_handshake(frame: &[u8]) -> bool {
+    api_key(frame) == Some(kafka_protocol::messages::ApiKey::SaslHandshake as i16)
+}
+
+fn is_sasl_request(frame: &[u8]) -> bool {
+    is_sasl_handshake(frame)
+        || api_key(frame) == Some(kafka_protocol::messages::ApiKey::SaslAuthenticate as i16)
 }
 
 #[cfg(test)]

@@ -444,8 +444,10 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             );
             quorum_config.cluster_id = cluster_id.clone();
             quorum_config.observer_address = cluster.controller_advertise.clone();
+            // controller.listener.names: TLS / SASL on the quorum listener, both directions.
+            let security = config.controller_security()?;
             let quorum = Arc::new(
-                MetadataQuorum::start(quorum_config, quorum_listener)
+                MetadataQuorum::start_secured(quorum_config, quorum_listener, security)
                     .await
                     .map_err(|e| {
                         BrokerError::Startup(format!("metadata quorum did not start: {e}"))

@@ -25,6 +25,8 @@
 //!   observer's Join) as length-prefixed JSON frames over TCP to each peer's controller
 //!   listener, every call bounded by openraft's RPC deadline, broken connections dropped and
 //!   re-established on the next call. The server side runs on a listener the broker owns.
+//!   A [`ChannelSecurity`] passed in by the broker secures both ends (TLS / SASL of
+//!   `controller.listener.names`): a connection is authenticated before any frame is read.
 //! * **Observers** ([`learner`]): brokers that are not voters join as Raft learners via the
 //!   leader and are replicated to like followers, without voting.
 //! * **Membership** is initialized once by the lowest voter id on its first start.
@@ -48,8 +50,12 @@ pub use config::QuorumConfig;
 pub use error::QuorumError;
 pub use network::client::{BoxFuture, TcpTransport, Transport, TransportError};
 pub use network::frame::{JoinResponse, RpcRequest, RpcResponse};
+pub use network::security::{
+    AcceptError, Accepted, BoxStream, ChannelSecurity, Plaintext, QuorumStream,
+};
 pub use network::server::{
-    handle_frame, handle_request, serve_rpc, serve_rpc_with_app, AppHandler, AppSlot,
+    handle_frame, handle_request, handle_request_with, serve_rpc, serve_rpc_secured,
+    serve_rpc_with_app, AppHandler, AppSlot,
 };
 pub use quorum::MetadataQuorum;
 pub use status::{QuorumStatus, ReplicaStatus};

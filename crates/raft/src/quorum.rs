@@ -16,7 +16,8 @@ use crate::error::QuorumError;
 use crate::learner::join_loop;
 use crate::network::client::{TcpTransport, Transport};
 use crate::network::raft_network::NetworkFactory;
-use crate::network::server::{serve_rpc_with_app, AppHandler, AppSlot};
+use crate::network::security::{plaintext, ChannelSecurity};
+use crate::network::server::{serve_rpc_secured, AppHandler, AppSlot};
 use crate::state_machine::{Shared, StateMachine};
 use crate::status::{QuorumStatus, ReplicaStatus};
 use crate::storage::log::LogStore;
@@ -30,6 +31,8 @@ pub struct MetadataQuorum {
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
     app: AppSlot,
+    /// How the controller listener's connections are secured (both directions).
+    security: Arc<dyn ChannelSecurity>,
 }
 
 impl MetadataQuorum {
@@ -42,8 +45,22 @@ impl MetadataQuorum {
     /// cluster therefore forms with no manual step, but not before the lowest voter has started
     /// once.
     pub async fn start(config: QuorumConfig, listener: TcpListener) -> Result<Self, QuorumError> {
-        let transport = Arc::new(TcpTransport::new(config.cluster_id.clone()));
-        Self::start_with_transport(config, transport, Some(listener)).await
+        Self::start_secured(config, listener, plaintext()).await
+    }
+
+    /// [`MetadataQuorum::start`] on a secured controller listener: every accepted connection
+    /// must pass `security`'s handshake before a frame of it is read, and every connection
+    /// this node opens to a peer authenticates through it with the node's own credentials.
+    pub async fn start_secured(
+        config: QuorumConfig,
+        listener: TcpListener,
+        security: Arc<dyn ChannelSecurity>,
+    ) -> Result<Self, QuorumError> {
+        let transport = Arc::new(TcpTransport::with_security(
+            config.cluster_id.clone(),
+            security.clone(),
+        ));
+        Self::start_inner(config, transport, Some(listener), security).await
     }
 
     /// [`MetadataQuorum::start`] with any [`Transport`] (the simulation tests use an in-process
@@ -53,6 +70,15 @@ impl MetadataQuorum {
         config: QuorumConfig,
         transport: Arc<dyn Transport>,
         listener: Option<TcpListener>,
+    ) -> Result<Self, QuorumError> {
+        Self::start_inner(config, transport, listener, plaintext()).await
+    }
+
+    async fn start_inner(
+        config: QuorumConfig,
+        transport: Arc<dyn Transport>,
+        listener: Option<TcpListener>,
+        security: Arc<dyn ChannelSecurity>,
     ) -> Result<Self, QuorumError> {
         config.validate()?;
         let raft_config = config.raft_config()?;
@@ -83,11 +109,12 @@ impl MetadataQuorum {
         let mut tasks = Vec::new();
         let app = AppSlot::default();
         if let Some(listener) = listener {
-            tasks.push(tokio::spawn(serve_rpc_with_app(
+            tasks.push(tokio::spawn(serve_rpc_secured(
                 listener,
                 raft.clone(),
                 app.clone(),
                 config.cluster_id.clone(),
+                security.clone(),
             )));
         }
         let voters: BTreeMap<NodeId, Node> = config
@@ -125,6 +152,7 @@ impl MetadataQuorum {
         }
         Ok(MetadataQuorum {
             app,
+            security,
             node_id: config.node_id,
             raft,
             shared,
@@ -250,6 +278,12 @@ impl MetadataQuorum {
             voters,
             observers,
         }
+    }
+
+    /// How this node secures connections to other nodes' controller listeners (what the
+    /// broker's controller RPCs must use too: [`TcpTransport::with_security`]).
+    pub fn security(&self) -> Arc<dyn ChannelSecurity> {
+        self.security.clone()
     }
 
     /// Installs the handler for application requests ([`crate::RpcRequest::App`]) arriving on

@@ -35,8 +35,10 @@ pub async fn handle(broker: &Arc<Broker>, body: &[u8]) -> Value {
                 Err(e) => json!({"error": {"code": e.code, "message": e.message}}),
             }
         }
+        // This process's authentication counters (Kafka's metric names; issue 14).
+        Some("security") => crate::server::auth_failures::AUTH_STATS.to_json(),
         _ => {
-            json!({"error": {"code": 42, "message": "expected {\"what\": \"tree\"} or {\"what\": \"events\", \"since\": N}"}})
+            json!({"error": {"code": 42, "message": "expected {\"what\": \"tree\"}, {\"what\": \"events\", \"since\": N} or {\"what\": \"security\"}"}})
         }
     }
 }

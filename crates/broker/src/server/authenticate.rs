@@ -19,9 +19,11 @@ use crate::dispatch::{encode_response, supported_range};
 pub enum Then {
     Continue,
     Authenticated(String),
-    /// Close the connection; `reason` (naming the user, never a secret) is for the log line.
+    /// Close the connection; `reason` (naming the user, never a secret) and `user` (the name
+    /// the client gave, if any) are for the log line.
     Close {
         reason: String,
+        user: Option<String>,
     },
 }
 
@@ -30,8 +32,8 @@ pub enum PreAuth {
     /// An ApiVersions request: the dispatcher answers it as usual.
     Dispatch,
     Reply(Bytes, Then),
-    /// Close without answering.
-    Refuse(String),
+    /// Close without answering; the reason and the user the client named, if any.
+    Refuse(String, Option<String>),
 }
 
 /// Handles one frame on a connection that has not authenticated yet.
@@ -43,12 +45,14 @@ pub fn pre_auth(session: &mut SaslSession, frame: &Bytes, server_nonce: &str) ->
             Step::Authenticated { response, user } => {
                 PreAuth::Reply(raw_frame(&response), Then::Authenticated(user))
             }
-            Step::Failed { message, user } => PreAuth::Refuse(close_reason(user, message)),
+            Step::Failed { message, user } => {
+                PreAuth::Refuse(close_reason(user.clone(), message), user)
+            }
         };
     }
     let mut peek = &frame[..];
     if peek.len() < 8 {
-        return PreAuth::Refuse("frame too short for a request header".into());
+        return PreAuth::Refuse("frame too short for a request header".into(), None);
     }
     let raw_key = peek.get_i16();
     let version = peek.get_i16();
@@ -57,12 +61,13 @@ pub fn pre_auth(session: &mut SaslSession, frame: &Bytes, server_nonce: &str) ->
         Ok(key @ (ApiKey::SaslHandshake | ApiKey::SaslAuthenticate)) => {
             match sasl_request(session, key, version, frame.clone(), server_nonce) {
                 Ok(reply) => reply,
-                Err(reason) => PreAuth::Refuse(reason),
+                Err(reason) => PreAuth::Refuse(reason, None),
             }
         }
-        _ => PreAuth::Refuse(format!(
-            "unexpected request (api key {raw_key}) before SASL authentication"
-        )),
+        _ => PreAuth::Refuse(
+            format!("unexpected request (api key {raw_key}) before SASL authentication"),
+            None,
+        ),
     }
 }
 
@@ -109,6 +114,7 @@ fn sasl_request(
         } else {
             Then::Close {
                 reason: format!("SaslHandshake refused mechanism '{}'", &*request.mechanism),
+                user: None,
             }
         };
         return Ok(PreAuth::Reply(encode(&response)?, then));
@@ -119,16 +125,24 @@ fn sasl_request(
             SaslAuthenticateResponse::default().with_auth_bytes(bytes.into()),
             Then::Continue,
         ),
-        Step::Authenticated { response, user } => (
-            SaslAuthenticateResponse::default().with_auth_bytes(response.into()),
-            Then::Authenticated(user),
-        ),
+        Step::Authenticated { response, user } => {
+            session.set_authenticate_version(version);
+            // KIP-368: v1+ tells the client when to re-authenticate (0: never).
+            let lifetime = session.session_lifetime_ms().unwrap_or(0);
+            (
+                SaslAuthenticateResponse::default()
+                    .with_auth_bytes(response.into())
+                    .with_session_lifetime_ms(if version >= 1 { lifetime } else { 0 }),
+                Then::Authenticated(user),
+            )
+        }
         Step::Failed { message, user } => (
             SaslAuthenticateResponse::default()
                 .with_error_code(SASL_AUTHENTICATION_FAILED)
                 .with_error_message(Some(StrBytes::from_string(message.clone()))),
             Then::Close {
-                reason: close_reason(user, message),
+                reason: close_reason(user.clone(), message),
+                user,
             },
         ),
     };
@@ -174,6 +188,7 @@ mod tests {
             mechanisms: vec!["PLAIN".into()],
             plain_users: [("alice".to_string(), "pw".to_string())].into(),
             scram: Arc::new(|_, _| None),
+            max_reauth_ms: 0,
         }))
     }
 
@@ -198,7 +213,7 @@ mod tests {
         );
         assert!(matches!(
             pre_auth(&mut session(), &metadata, "n"),
-            PreAuth::Refuse(_)
+            PreAuth::Refuse(..)
         ));
         let versions = request(
             ApiKey::ApiVersions,
@@ -237,7 +252,7 @@ mod tests {
                 assert_eq!(response.error_code, 0);
             } else {
                 assert!(
-                    matches!(then, Then::Close { ref reason } if reason.contains("User:alice"))
+                    matches!(then, Then::Close { ref reason, .. } if reason.contains("User:alice"))
                 );
                 assert_eq!(response.error_code, SASL_AUTHENTICATION_FAILED);
             }

@@ -73,6 +73,64 @@ pub fn acceptor(get: Lookup) -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
+/// A listener's acceptor that follows its PEM files: when the modification time or size of
+/// `ssl.keystore.location` or `ssl.truststore.location` changes, the next accepted connection
+/// gets an acceptor rebuilt from them (certificate rotation without a restart; Kafka does it
+/// through a dynamic `listener.name.<l>.ssl.keystore.location` update). Connections already
+/// open keep their session. A rebuild that fails (a half-written file) keeps the previous
+/// acceptor, logs a warning and is retried on the next connection.
+pub struct ReloadingAcceptor {
+    lookup: OwnedLookup,
+    state: parking_lot::Mutex<(Vec<Stamp>, TlsAcceptor)>,
+}
+
+/// A listener's properties, kept to rebuild the acceptor later.
+pub type OwnedLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// A watched file's identity: path, modification time and length (`None` if unreadable).
+type Stamp = (String, Option<(std::time::SystemTime, u64)>);
+
+impl ReloadingAcceptor {
+    /// Builds the acceptor now (errors are startup errors) and remembers the files it read.
+    pub fn new(lookup: OwnedLookup) -> Result<Self, String> {
+        let acceptor = acceptor(&*lookup)?;
+        let stamps = stamps(&*lookup);
+        Ok(ReloadingAcceptor {
+            lookup,
+            state: parking_lot::Mutex::new((stamps, acceptor)),
+        })
+    }
+
+    /// The acceptor for a new connection, rebuilt first if a watched file changed.
+    pub fn current(&self) -> TlsAcceptor {
+        let now = stamps(&*self.lookup);
+        let mut state = self.state.lock();
+        if now != state.0 {
+            match acceptor(&*self.lookup) {
+                Ok(fresh) => {
+                    tracing::info!(files = ?now.iter().map(|(p, _)| p).collect::<Vec<_>>(), "TLS key or trust store changed: reloaded");
+                    *state = (now, fresh);
+                }
+                Err(e) => tracing::warn!("TLS key or trust store changed but cannot be loaded (keeping the previous one): {e}"),
+            }
+        }
+        state.1.clone()
+    }
+}
+
+fn stamps(get: Lookup) -> Vec<Stamp> {
+    ["ssl.keystore.location", "ssl.truststore.location"]
+        .iter()
+        .filter_map(|key| get(key))
+        .map(|path| {
+            let meta = std::fs::metadata(&path)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())));
+            (path, meta)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,14 +9,13 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use tokio::net::TcpStream;
 
 use crate::network::frame::{
     decode, encode_request, read_frame, write_frame, RpcRequest, RpcResponse,
 };
+use crate::network::security::{plaintext, BoxStream, ChannelSecurity};
 use crate::types::NodeId;
 
 /// Why a call produced no response.
@@ -52,29 +51,48 @@ pub trait Transport: Send + Sync + 'static {
 /// Idle connections kept per peer; more concurrent calls open more connections.
 const MAX_IDLE_PER_PEER: usize = 4;
 
-/// Quorum RPCs over TCP with a small pool of reusable connections per peer address.
+/// Quorum RPCs over TCP (secured by the controller listener's [`ChannelSecurity`]) with a small
+/// pool of reusable, already authenticated connections per peer address.
 ///
 /// A call takes an idle connection (or connects), writes one frame, reads one frame and gives
 /// the connection back only if all of that succeeded, so a broken connection is never reused.
 /// A pooled connection may have died while idle (the peer restarted): the call is then retried
 /// once on a fresh connection, which is safe because Raft RPCs are idempotent.
-#[derive(Default)]
 pub struct TcpTransport {
-    idle: Mutex<HashMap<String, Vec<TcpStream>>>,
+    idle: Mutex<HashMap<String, Vec<BoxStream>>>,
     /// Stamped on every request ([`crate::network::frame::RequestFrame`]).
     cluster_id: String,
+    /// How each new connection is opened and authenticated.
+    security: Arc<dyn ChannelSecurity>,
+}
+
+impl Default for TcpTransport {
+    fn default() -> Self {
+        TcpTransport::new(String::new())
+    }
 }
 
 impl TcpTransport {
-    /// A transport for the cluster `cluster_id` (its peers refuse frames of another cluster).
+    /// A PLAINTEXT transport for the cluster `cluster_id` (its peers refuse frames of another
+    /// cluster).
     pub fn new(cluster_id: impl Into<String>) -> Self {
+        TcpTransport::with_security(cluster_id, plaintext())
+    }
+
+    /// A transport whose connections are opened by `security` (TLS and/or SASL with this
+    /// node's own credentials), as the controller listener requires.
+    pub fn with_security(
+        cluster_id: impl Into<String>,
+        security: Arc<dyn ChannelSecurity>,
+    ) -> Self {
         TcpTransport {
             idle: Mutex::default(),
             cluster_id: cluster_id.into(),
+            security,
         }
     }
 
-    fn take_idle(&self, address: &str) -> Option<TcpStream> {
+    fn take_idle(&self, address: &str) -> Option<BoxStream> {
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -82,7 +100,7 @@ impl TcpTransport {
             .pop()
     }
 
-    fn put_idle(&self, address: &str, stream: TcpStream) {
+    fn put_idle(&self, address: &str, stream: BoxStream) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let list = idle.entry(address.to_string()).or_default();
         if list.len() < MAX_IDLE_PER_PEER {
@@ -90,7 +108,7 @@ impl TcpTransport {
         }
     }
 
-    async fn exchange(stream: &mut TcpStream, frame: &[u8]) -> io::Result<RpcResponse> {
+    async fn exchange(stream: &mut BoxStream, frame: &[u8]) -> io::Result<RpcResponse> {
         write_frame(stream, frame).await?;
         match read_frame(stream).await? {
             Some(body) => decode(&body),
@@ -113,11 +131,13 @@ impl TcpTransport {
                 return Ok(resp);
             }
         }
-        let mut stream = TcpStream::connect(address)
+        // A refused connection and a failed handshake both mean "not reachable as a peer":
+        // openraft backs off either way.
+        let mut stream = self
+            .security
+            .connect(address)
             .await
             .map_err(TransportError::Unreachable)?;
-        // Raft RPCs are small and latency-bound.
-        let _ = stream.set_nodelay(true);
         let resp = Self::exchange(&mut stream, &frame)
             .await
             .map_err(TransportError::Network)?;

@@ -3,4 +3,5 @@
 pub mod client;
 pub mod frame;
 pub mod raft_network;
+pub mod security;
 pub mod server;

@@ -5,19 +5,23 @@
 //! [`crate::MetadataQuorum::start`], which runs [`serve_rpc`]; [`handle_request`] is public so a
 //! caller with its own accept loop (or an in-process test network) can dispatch requests too.
 //! A connection that sends a malformed frame is closed; other connections are unaffected.
+//! Every accepted connection first passes the listener's [`ChannelSecurity`] handshake (TLS,
+//! SASL): only then is a frame read, so an unauthenticated peer cannot touch the quorum.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::ChangeMembers;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::network::frame::{
     decode, encode, encode_request, inconsistent_cluster_id, read_frame, write_frame, JoinResponse,
     RequestFrame, RpcRequest, RpcResponse,
 };
+use crate::network::security::{plaintext, BoxStream, ChannelSecurity};
 use crate::types::{Node, NodeId, Raft};
 
 /// Accepts connections forever, one task per connection; dropping (aborting) the returned
@@ -41,7 +45,23 @@ pub async fn serve_rpc_with_app(
     app: AppSlot,
     cluster_id: String,
 ) {
-    let cluster_id: std::sync::Arc<str> = cluster_id.into();
+    serve_rpc_secured(listener, raft, app, cluster_id, plaintext()).await
+}
+
+/// How long an accepted connection may take to finish its TLS / SASL handshake before it is
+/// closed (a peer that connects and says nothing must not hold a task forever).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// [`serve_rpc_with_app`] on a listener secured by `security`: each connection must pass
+/// [`ChannelSecurity::accept`] before any frame of it is read.
+pub async fn serve_rpc_secured(
+    listener: TcpListener,
+    raft: Raft,
+    app: AppSlot,
+    cluster_id: String,
+    security: Arc<dyn ChannelSecurity>,
+) {
+    let cluster_id: Arc<str> = cluster_id.into();
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -51,9 +71,33 @@ pub async fn serve_rpc_with_app(
                     let raft = raft.clone();
                     let app = app.clone();
                     let cluster_id = cluster_id.clone();
+                    let security = security.clone();
                     connections.spawn(async move {
-                        if let Err(e) = serve_connection(stream, &raft, &app, &cluster_id).await {
-                            tracing::debug!(%peer, error = %e, "quorum connection closed");
+                        let handshake = tokio::time::timeout(
+                            HANDSHAKE_TIMEOUT,
+                            security.accept(stream, peer),
+                        );
+                        let accepted = match handshake.await {
+                            Ok(Ok(accepted)) => accepted,
+                            // The security implementation logs and counts refusals itself.
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "quorum connection refused");
+                                return;
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "quorum connection closed: no handshake within {HANDSHAKE_TIMEOUT:?}");
+                                return;
+                            }
+                        };
+                        let served = serve_connection(
+                            accepted.stream,
+                            &raft,
+                            &app,
+                            &cluster_id,
+                            &*security,
+                        );
+                        if let Err(e) = served.await {
+                            tracing::debug!(%peer, principal = %accepted.principal, error = %e, "quorum connection closed");
                         }
                     });
                 }
@@ -69,10 +113,11 @@ pub async fn serve_rpc_with_app(
 }
 
 async fn serve_connection(
-    mut stream: TcpStream,
+    mut stream: BoxStream,
     raft: &Raft,
     app: &AppSlot,
     cluster_id: &str,
+    security: &dyn ChannelSecurity,
 ) -> std::io::Result<()> {
     while let Some(body) = read_frame(&mut stream).await? {
         let frame: RequestFrame = decode(&body)?;
@@ -87,7 +132,7 @@ async fn serve_connection(
                 Some(handler) => RpcResponse::App(handler(value).await),
                 None => RpcResponse::Error("this node is not ready for controller requests".into()),
             },
-            other => handle_request(raft, cluster_id, other).await,
+            other => handle_request_with(raft, cluster_id, security, other).await,
         };
         write_frame(&mut stream, &encode(&response)?).await?;
     }
@@ -97,6 +142,17 @@ async fn serve_connection(
 /// Handles one decoded request with the local Raft node.
 /// `cluster_id` stamps the frames this handling sends itself (the Join identity probe).
 pub async fn handle_request(raft: &Raft, cluster_id: &str, request: RpcRequest) -> RpcResponse {
+    handle_request_with(raft, cluster_id, &super::security::Plaintext, request).await
+}
+
+/// [`handle_request`] whose own outgoing connections (the Join identity probe) are opened by
+/// `security`.
+pub async fn handle_request_with(
+    raft: &Raft,
+    cluster_id: &str,
+    security: &dyn ChannelSecurity,
+    request: RpcRequest,
+) -> RpcResponse {
     match request {
         RpcRequest::AppendEntries(rpc) => {
             RpcResponse::AppendEntries(raft.append_entries(rpc).await)
@@ -106,7 +162,7 @@ pub async fn handle_request(raft: &Raft, cluster_id: &str, request: RpcRequest) 
             RpcResponse::InstallSnapshot(raft.install_snapshot(rpc).await)
         }
         RpcRequest::Join { node_id, address } => {
-            RpcResponse::Join(handle_join(raft, cluster_id, node_id, address).await)
+            RpcResponse::Join(handle_join(raft, cluster_id, security, node_id, address).await)
         }
         RpcRequest::Identify => RpcResponse::Identity {
             node_id: raft.metrics().borrow().id,
@@ -133,9 +189,14 @@ const IDENTIFY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether a process answering as `node_id` listens at `address` (the observer registered
 /// there is alive). Any failure (refused, timeout, garbage, another id) means no.
-async fn identifies_as(cluster_id: &str, address: &str, node_id: NodeId) -> bool {
+async fn identifies_as(
+    cluster_id: &str,
+    security: &dyn ChannelSecurity,
+    address: &str,
+    node_id: NodeId,
+) -> bool {
     let probe = async {
-        let mut stream = TcpStream::connect(address).await.ok()?;
+        let mut stream = security.connect(address).await.ok()?;
         write_frame(
             &mut stream,
             &encode_request(cluster_id, &RpcRequest::Identify).ok()?,
@@ -164,6 +225,7 @@ async fn identifies_as(cluster_id: &str, address: &str, node_id: NodeId) -> bool
 async fn handle_join(
     raft: &Raft,
     cluster_id: &str,
+    security: &dyn ChannelSecurity,
     node_id: NodeId,
     address: String,
 ) -> JoinResponse {
@@ -181,7 +243,7 @@ async fn handle_join(
         return JoinResponse::Joined;
     }
     if let Some(existing) = membership.get_node(&node_id) {
-        if identifies_as(cluster_id, &existing.addr, node_id).await {
+        if identifies_as(cluster_id, security, &existing.addr, node_id).await {
             return JoinResponse::Failed(format!(
                 "node {node_id} is a live observer at {}; refusing to move it to {address}",
                 existing.addr

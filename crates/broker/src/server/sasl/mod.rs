@@ -27,6 +27,9 @@ pub struct SaslConfig {
     /// PLAIN's users from the listener's JAAS entry.
     pub plain_users: BTreeMap<String, String>,
     pub scram: ScramStore,
+    /// `connections.max.reauth.ms` (KIP-368): a session's lifetime; 0 (Kafka's default) means
+    /// sessions never expire and re-authentication is not offered.
+    pub max_reauth_ms: i64,
 }
 
 impl std::fmt::Debug for SaslConfig {
@@ -47,6 +50,7 @@ enum State {
     /// SCRAM's first round is done.
     ScramSent {
         exchange: Box<ServerExchange>,
+        mechanism: String,
         raw: bool,
     },
     Done,
@@ -69,6 +73,13 @@ pub enum Step {
 pub struct SaslSession {
     config: Arc<SaslConfig>,
     state: State,
+    /// Set while re-authenticating (KIP-368): the mechanism and user of the session being
+    /// renewed, which must not change.
+    renewing: Option<(String, String)>,
+    /// The mechanism and user of the current (or last) successful authentication.
+    authenticated: Option<(String, String)>,
+    /// The client authenticated with SaslAuthenticate v1+, so it can re-authenticate.
+    supports_reauth: bool,
 }
 
 /// SaslHandshake's outcome: the Kafka error code (0, UNSUPPORTED_SASL_MECHANISM 33 or
@@ -88,11 +99,44 @@ impl SaslSession {
         SaslSession {
             config,
             state: State::Start,
+            renewing: None,
+            authenticated: None,
+            supports_reauth: false,
         }
     }
 
     pub fn is_authenticated(&self) -> bool {
         matches!(self.state, State::Done)
+    }
+
+    /// How long an authenticated session lasts (`connections.max.reauth.ms`), if it expires.
+    pub fn session_lifetime_ms(&self) -> Option<i64> {
+        (self.config.max_reauth_ms > 0).then_some(self.config.max_reauth_ms)
+    }
+
+    /// Records the SaslAuthenticate version that completed the exchange: v1+ clients are told
+    /// the session lifetime and may re-authenticate (KIP-368).
+    pub fn set_authenticate_version(&mut self, version: i16) {
+        self.supports_reauth = version >= 1;
+    }
+
+    /// Whether a SaslHandshake now starts a re-authentication: the session is authenticated,
+    /// sessions expire, and the client authenticated with SaslAuthenticate v1+ (Kafka's
+    /// `connectedClientSupportsReauthentication`).
+    pub fn can_reauthenticate(&self) -> bool {
+        self.is_authenticated() && self.session_lifetime_ms().is_some() && self.supports_reauth
+    }
+
+    /// Starts a re-authentication: the next frames are a new SaslHandshake / SaslAuthenticate
+    /// exchange that must use the same mechanism and name the same user.
+    pub fn begin_reauthentication(&mut self) {
+        self.renewing = self.authenticated.clone();
+        self.state = State::Start;
+    }
+
+    /// A re-authentication is in progress (the old session still holds until it expires).
+    pub fn is_reauthenticating(&self) -> bool {
+        self.renewing.is_some() && !self.is_authenticated()
     }
 
     /// After SaslHandshake v0 the client sends raw SASL tokens, not SaslAuthenticate frames.
@@ -117,6 +161,21 @@ impl SaslSession {
                 mechanisms,
             };
         }
+        if let Some((previous, _)) = &self.renewing {
+            // KIP-368: a re-authentication keeps the mechanism, and uses SaslAuthenticate.
+            if previous != mechanism {
+                return Handshake {
+                    error_code: UNSUPPORTED_SASL_MECHANISM,
+                    mechanisms,
+                };
+            }
+            if version == 0 {
+                return Handshake {
+                    error_code: ILLEGAL_SASL_STATE,
+                    mechanisms,
+                };
+            }
+        }
         self.state = State::Chosen {
             mechanism: mechanism.to_string(),
             raw: version == 0,
@@ -132,7 +191,7 @@ impl SaslSession {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Chosen { mechanism, .. } if mechanism == PLAIN => {
                 match plain::authenticate(token, &self.config.plain_users) {
-                    Ok(user) => self.done(Vec::new(), user),
+                    Ok(user) => self.done(PLAIN, Vec::new(), user),
                     Err(message) => failed(message, plain_user(token)),
                 }
             }
@@ -154,14 +213,19 @@ impl SaslSession {
                 let (exchange, message) = scram::server_first(m, first, credential, server_nonce);
                 self.state = State::ScramSent {
                     exchange: Box::new(exchange),
+                    mechanism,
                     raw,
                 };
                 Step::Challenge(message.into_bytes())
             }
-            State::ScramSent { exchange, .. } => match exchange.client_final(token) {
+            State::ScramSent {
+                exchange,
+                mechanism,
+                ..
+            } => match exchange.client_final(token) {
                 Ok(server_final) => {
                     let user = exchange.username().to_string();
-                    self.done(server_final.into_bytes(), user)
+                    self.done(&mechanism, server_final.into_bytes(), user)
                 }
                 Err(_) => failed(
                     "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM".into(),
@@ -175,8 +239,18 @@ impl SaslSession {
         }
     }
 
-    fn done(&mut self, response: Vec<u8>, user: String) -> Step {
+    fn done(&mut self, mechanism: &str, response: Vec<u8>, user: String) -> Step {
+        if let Some((_, previous)) = self.renewing.take() {
+            if previous != user {
+                // Kafka's ReauthInfo.ensurePrincipalUnchanged.
+                return failed(
+                    format!("Cannot change principals during re-authentication from User:{previous}: User:{user}"),
+                    Some(user),
+                );
+            }
+        }
         self.state = State::Done;
+        self.authenticated = Some((mechanism.to_string(), user.clone()));
         Step::Authenticated { response, user }
     }
 }
@@ -203,6 +277,7 @@ mod tests {
             scram: Arc::new(move |user, m| {
                 (user == "bob" && m == ScramMechanism::Sha512).then(|| cred.clone())
             }),
+            max_reauth_ms: 0,
         })
     }
 
@@ -278,6 +353,76 @@ mod tests {
             s.authenticate(unknown.as_bytes(), "s"),
             Step::Failed { .. }
         ));
+    }
+
+    fn with_reauth(ms: i64) -> Arc<SaslConfig> {
+        let mut c = (*config()).clone();
+        c.max_reauth_ms = ms;
+        Arc::new(c)
+    }
+
+    fn plain_login(s: &mut SaslSession, user: &str, password: &str) -> Step {
+        assert_eq!(s.handshake("PLAIN", 1).error_code, 0);
+        s.authenticate(format!("\0{user}\0{password}").as_bytes(), "n")
+    }
+
+    #[test]
+    fn reauthentication_keeps_mechanism_and_principal() {
+        let mut s = SaslSession::new(with_reauth(1000));
+        assert!(matches!(
+            plain_login(&mut s, "alice", "alice-secret"),
+            Step::Authenticated { .. }
+        ));
+        assert_eq!(s.session_lifetime_ms(), Some(1000));
+        // A SaslAuthenticate v0 client cannot re-authenticate.
+        s.set_authenticate_version(0);
+        assert!(!s.can_reauthenticate());
+        s.set_authenticate_version(1);
+        assert!(s.can_reauthenticate());
+        s.begin_reauthentication();
+        assert!(s.is_reauthenticating());
+        assert!(matches!(
+            plain_login(&mut s, "alice", "alice-secret"),
+            Step::Authenticated { .. }
+        ));
+        assert!(!s.is_reauthenticating() && s.is_authenticated());
+        // Another mechanism, a v0 handshake, or another user: refused.
+        s.begin_reauthentication();
+        assert_eq!(
+            s.handshake("SCRAM-SHA-512", 1).error_code,
+            UNSUPPORTED_SASL_MECHANISM
+        );
+        let mut s2 = SaslSession::new(with_reauth(1000));
+        plain_login(&mut s2, "alice", "alice-secret");
+        s2.set_authenticate_version(1);
+        s2.begin_reauthentication();
+        assert_eq!(s2.handshake("PLAIN", 0).error_code, ILLEGAL_SASL_STATE);
+        let mut s3 = SaslSession::new(with_reauth(1000));
+        plain_login(&mut s3, "alice", "alice-secret");
+        s3.set_authenticate_version(1);
+        s3.begin_reauthentication();
+        let mut users = s3.config.plain_users.clone();
+        users.insert("eve".into(), "eve-secret".into());
+        s3.config = Arc::new(SaslConfig {
+            plain_users: users,
+            ..(*with_reauth(1000)).clone()
+        });
+        match plain_login(&mut s3, "eve", "eve-secret") {
+            Step::Failed { message, user } => {
+                assert_eq!(user.as_deref(), Some("eve"));
+                assert!(message.contains("Cannot change principals"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_max_reauth_sessions_never_expire() {
+        let mut s = SaslSession::new(config());
+        plain_login(&mut s, "alice", "alice-secret");
+        s.set_authenticate_version(2);
+        assert_eq!(s.session_lifetime_ms(), None);
+        assert!(!s.can_reauthenticate());
     }
 
     #[test]

@@ -1,0 +1,194 @@
+//! The controller (quorum) listener's TLS and SASL, as Kafka configures it:
+//! `controller.listener.names` (the first name is the listener this node binds and dials),
+//! its protocol in `listener.security.protocol.map`, its `listener.name.<name>.` TLS and SASL
+//! properties, and `sasl.mechanism.controller.protocol` with the username/password of the
+//! listener's `<mechanism>.sasl.jaas.config` for the connections this node opens.
+//!
+//! This is the [`runnel_raft::ChannelSecurity`] the quorum is started with. Accepting: TLS
+//! (with `ssl.client.auth=required`, mutual), then for SASL_* the Kafka SaslHandshake /
+//! SaslAuthenticate exchange with the same pure state machine as the Kafka listeners
+//! (`server/sasl`, `server/authenticate`), before the raft server reads a single quorum frame.
+//! A quorum frame sent without authenticating is not a SASL request: the connection is
+//! closed and the frame is never decoded. Dialing: `runnel_client::stream::open`, as the
+//! inter-broker connections do.
+//!
+//! Only PLAIN is accepted on a SASL controller listener: SCRAM credentials live in the
+//! metadata log the quorum replicates, so a controller could not check them before it has
+//! the log (Kafka refuses SCRAM on the controller listener for the same reason).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use runnel_raft::{AcceptError, Accepted, BoxFuture, BoxStream, ChannelSecurity};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::server::auth_failures::AUTH_STATS;
+use crate::server::authenticate::{pre_auth, PreAuth, Then};
+use crate::server::sasl::{SaslConfig, SaslSession};
+
+/// Handshake frames are small; a larger size prefix is not a SASL request.
+const MAX_HANDSHAKE_FRAME: usize = 64 * 1024;
+
+/// How long dialing a peer (connect, TLS, SASL) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A secured controller listener (SSL, SASL_PLAINTEXT or SASL_SSL).
+pub struct ControllerSecurity {
+    pub listener: String,
+    pub protocol: &'static str,
+    pub tls: Option<Arc<crate::server::tls::ReloadingAcceptor>>,
+    pub sasl: Option<Arc<SaslConfig>>,
+    /// How this node dials other controller listeners (its own credentials).
+    pub client: runnel_client::Security,
+}
+
+impl ControllerSecurity {
+    async fn handshake(
+        tls: Option<Arc<crate::server::tls::ReloadingAcceptor>>,
+        sasl: Option<Arc<SaslConfig>>,
+        stream: TcpStream,
+    ) -> Result<Accepted, (AcceptError, Option<String>)> {
+        let Some(acceptor) = tls else {
+            return sasl_handshake(Box::new(stream), sasl).await;
+        };
+        let tls = acceptor
+            .current()
+            .accept(stream)
+            .await
+            .map_err(|e| (AcceptError::Tls(e.to_string()), None))?;
+        let dn = crate::server::client_certificate_dn(&tls);
+        if sasl.is_some() {
+            return sasl_handshake(Box::new(tls), sasl).await;
+        }
+        Ok(Accepted {
+            stream: Box::new(tls),
+            principal: format!("User:{}", dn.unwrap_or_else(|| "ANONYMOUS".into())),
+        })
+    }
+}
+
+impl ChannelSecurity for ControllerSecurity {
+    fn accept(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> BoxFuture<'static, Result<Accepted, AcceptError>> {
+        let tls = self.tls.clone();
+        let sasl = self.sasl.clone();
+        let listener = self.listener.clone();
+        Box::pin(async move {
+            match Self::handshake(tls, sasl, stream).await {
+                Ok(accepted) => {
+                    AUTH_STATS.succeeded();
+                    Ok(accepted)
+                }
+                Err((e, principal)) => {
+                    AUTH_STATS.failed(&listener, peer, principal.as_deref(), &e.to_string());
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<BoxStream>> {
+        Box::pin(async move {
+            let stream = runnel_client::stream::open(
+                address,
+                &self.client,
+                "runnel-controller",
+                CONNECT_TIMEOUT,
+            )
+            .await
+            .map_err(|e| io::Error::other(e.to_string()))?;
+            Ok(Box::new(stream) as BoxStream)
+        })
+    }
+
+    fn protocol(&self) -> &str {
+        self.protocol
+    }
+}
+
+/// Runs the SASL exchange (if the listener has SASL) on `stream`: only SaslHandshake and
+/// SaslAuthenticate are answered; anything else, or a failed exchange, is an error and the
+/// caller drops the connection.
+async fn sasl_handshake(
+    mut stream: BoxStream,
+    sasl: Option<Arc<SaslConfig>>,
+) -> Result<Accepted, (AcceptError, Option<String>)> {
+    let Some(config) = sasl else {
+        return Ok(Accepted {
+            stream,
+            principal: "User:ANONYMOUS".into(),
+        });
+    };
+    let mut session = SaslSession::new(config);
+    loop {
+        let frame = read_handshake_frame(&mut stream)
+            .await
+            .map_err(|e| (AcceptError::Io(e), None))?;
+        match pre_auth(&mut session, &frame, &crate::server::server_nonce()) {
+            // ApiVersions: the quorum's own clients never send it; nothing but the SASL
+            // exchange is served here before authentication.
+            PreAuth::Dispatch => {
+                return Err((
+                    auth_error(
+                        "ApiVersions before SASL authentication on the controller listener".into(),
+                        None,
+                    ),
+                    None,
+                ))
+            }
+            PreAuth::Refuse(reason, user) => return Err((auth_error(reason, user.clone()), user)),
+            PreAuth::Reply(reply, then) => {
+                stream
+                    .write_all(&reply)
+                    .await
+                    .map_err(|e| (AcceptError::Io(e), None))?;
+                stream
+                    .flush()
+                    .await
+                    .map_err(|e| (AcceptError::Io(e), None))?;
+                match then {
+                    Then::Continue => {}
+                    Then::Authenticated(user) => {
+                        return Ok(Accepted {
+                            stream,
+                            principal: format!("User:{user}"),
+                        })
+                    }
+                    Then::Close { reason, user } => {
+                        return Err((auth_error(reason, user.clone()), user))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn auth_error(reason: String, principal: Option<String>) -> AcceptError {
+    AcceptError::Authentication { reason, principal }
+}
+
+/// One size-prefixed request frame of the SASL exchange.
+async fn read_handshake_frame<S: AsyncRead + AsyncWrite + Unpin + ?Sized>(
+    stream: &mut S,
+) -> io::Result<Bytes> {
+    let size = stream.read_i32().await?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| *s <= MAX_HANDSHAKE_FRAME)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a {size}-byte frame is not a SASL request: refused before authentication"),
+            )
+        })?;
+    let mut body = vec![0u8; size];
+    stream.read_exact(&mut body).await?;
+    Ok(Bytes::from(body))
+}
