@@ -50,6 +50,10 @@ public final class Main {
         SCENARIOS.put("consumer-rebalance-no-loss", ConsumerScenarios::rebalancesWithCommitsNoLoss);
         SCENARIOS.put("consumer-rack-fetch", RackScenarios::consumeWithRack);
         SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
+        SCENARIOS.put("security-round-trip", SecurityScenarios::roundTrip);
+        SCENARIOS.put("security-auth-fails", SecurityScenarios::authenticationFails);
+        SCENARIOS.put("security-denied", SecurityScenarios::denied);
+        SCENARIOS.put("security-group-denied", SecurityScenarios::groupDenied);
     }
 
     private Main() {}
