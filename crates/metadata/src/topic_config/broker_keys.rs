@@ -19,6 +19,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("broker.rack", Str, "The rack of this broker, for rack-aware replica placement."),
     ("broker.session.timeout.ms", Int, "How long the controller waits for a broker's heartbeat before it fences the broker."),
     ("compression.type", Str, "The default final compression of topics (see the topic config compression.type)."),
+    ("connection.failed.authentication.delay.ms", Int, "How long a connection whose authentication failed stays open after the failure response."),
     ("connections.max.idle.ms", Long, "Idle connections are closed after this long."),
     ("controller.quorum.voters", List, "The controller quorum: id@host:port of every voter."),
     ("default.replication.factor", Int, "The replication factor of topics created without one."),
