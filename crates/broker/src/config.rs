@@ -30,6 +30,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("max.connections.per.ip", "2147483647"),
     ("max.connections.per.ip.overrides", ""),
     ("connections.max.idle.ms", "600000"),
+    ("connection.failed.authentication.delay.ms", "100"),
     ("queued.max.request.bytes", "-1"),
     ("fetch.max.bytes", "57671680"),
     ("max.request.partition.size.limit", "2000"),
@@ -426,6 +427,9 @@ impl BrokerConfig {
             idle_timeout: u64::try_from(idle_ms).ok().map(Duration::from_millis),
             max_request_bytes: usize::try_from(max_request_bytes).unwrap_or(usize::MAX),
             request_memory,
+            failed_auth_delay: Duration::from_millis(non_negative(
+                "connection.failed.authentication.delay.ms",
+            )?),
         })
     }
 

@@ -188,15 +188,40 @@ async fn route(
         listener: identity.listener.clone(),
         principal: identity.principal.clone(),
     };
+    // Every handler is timed for the request-time quota (`request_percentage`): the throttle
+    // goes into the response's throttle_time_ms and mutes the connection (`crate::quota`).
+    macro_rules! throttled {
+        ($response:ident, $busy:expr) => {{
+            let throttle_ms = crate::quota::request_throttle(broker, &ctx, $busy);
+            $response.throttle_time_ms = $response.throttle_time_ms.max(throttle_ms);
+            *throttle = crate::quota::throttle_for(
+                throttle_ms,
+                runnel_metadata::quota::request::client_throttles_itself(raw_key, version),
+            );
+        }};
+    }
     macro_rules! call {
         ($req:ty, $handler:path) => {{
             let request: $req = decode(&mut buf, key, version)?;
-            let response = $handler(broker, request, version).await;
+            let (mut response, busy) =
+                crate::quota::timed($handler(broker, request, version)).await;
+            throttled!(response, busy);
             encode_response(key, version, correlation_id, &response).map(Some)
         }};
     }
     // For handlers that need to know who asks (authorization, member ids).
     macro_rules! call_ctx {
+        ($req:ty, $handler:path) => {{
+            let request: $req = decode(&mut buf, key, version)?;
+            let (mut response, busy) =
+                crate::quota::timed($handler(broker, request, version, &ctx)).await;
+            throttled!(response, busy);
+            encode_response(key, version, correlation_id, &response).map(Some)
+        }};
+    }
+    // Responses without throttle_time_ms, both cluster-internal (Kafka exempts ClusterAction
+    // requests from the request quota).
+    macro_rules! call_ctx_exempt {
         ($req:ty, $handler:path) => {{
             let request: $req = decode(&mut buf, key, version)?;
             let response = $handler(broker, request, version, &ctx).await;
@@ -208,8 +233,12 @@ async fn route(
             let request_bytes = buf.len();
             let request: ProduceRequest = decode(&mut buf, key, version)?;
             let acks = request.acks;
-            let mut response = handlers::produce::handle(broker, request, version, &ctx).await;
-            let throttle_ms = crate::quota::produce_throttle(broker, &ctx, request_bytes);
+            let (mut response, busy) =
+                crate::quota::timed(handlers::produce::handle(broker, request, version, &ctx))
+                    .await;
+            // Kafka throttles by the larger of the byte-rate and the request-time throttle.
+            let throttle_ms = crate::quota::produce_throttle(broker, &ctx, request_bytes)
+                .max(crate::quota::request_throttle(broker, &ctx, busy));
             // KIP-219: Produce v6+ clients throttle themselves.
             *throttle = crate::quota::throttle_for(throttle_ms, version >= 6);
             if acks == 0 {
@@ -221,10 +250,13 @@ async fn route(
         ApiKey::Fetch => {
             let request: FetchRequest = decode(&mut buf, key, version)?;
             let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
-            let mut response = handlers::fetch::handle(broker, request, version, &ctx).await;
+            let (mut response, busy) =
+                crate::quota::timed(handlers::fetch::handle(broker, request, version, &ctx)).await;
+            // Followers are exempt from both quotas (Kafka: ClusterAction).
             if !follower {
+                let request_ms = crate::quota::request_throttle(broker, &ctx, busy);
                 let throttle_ms =
-                    crate::quota::fetch_throttle(broker, &ctx, &mut response, version);
+                    crate::quota::fetch_throttle(broker, &ctx, &mut response, version, request_ms);
                 // KIP-219: Fetch v8+ clients throttle themselves.
                 *throttle = crate::quota::throttle_for(throttle_ms, version >= 8);
             }
@@ -291,7 +323,7 @@ async fn route(
         ApiKey::DescribeCluster => {
             call_ctx!(DescribeClusterRequest, handlers::describe_cluster::handle)
         }
-        ApiKey::DescribeQuorum => call_ctx!(
+        ApiKey::DescribeQuorum => call_ctx_exempt!(
             DescribeQuorumRequest,
             handlers::cluster_authz::describe_quorum
         ),
@@ -382,7 +414,7 @@ async fn route(
             )
         }
         ApiKey::WriteTxnMarkers => {
-            call_ctx!(
+            call_ctx_exempt!(
                 WriteTxnMarkersRequest,
                 handlers::txn_authz::write_txn_markers
             )

@@ -66,6 +66,7 @@ struct Shared {
     memory: RequestMemory,
     counts: Mutex<ConnectionCounts>,
     per_ip: PerIpLimits,
+    failed_auth_delay: Duration,
 }
 
 /// A connection's place in the limits, given back when it is dropped.
@@ -107,6 +108,7 @@ pub async fn serve(
         memory: RequestMemory::new(limits.request_memory),
         counts: Mutex::new(ConnectionCounts::default()),
         per_ip: limits.per_ip,
+        failed_auth_delay: limits.failed_auth_delay,
     });
     tracing::info!(
         listener = %shared.listener.name,
@@ -371,6 +373,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
                 if authenticated_before {
                     AUTH_STATS.reauth_failed();
                 }
+                // Kafka delays the close (`connection.failed.authentication.delay.ms`): a client
+                // that reads the response and the close together (kafka-python) would
+                // otherwise see only a lost connection, not SASL_AUTHENTICATION_FAILED.
+                tokio::time::sleep(shared.failed_auth_delay).await;
                 return Closed::Authentication { reason, user };
             }
         }

@@ -27,6 +27,10 @@ pub struct ServerLimits {
     pub max_request_bytes: usize,
     /// `queued.max.request.bytes` in force (see [`DEFAULT_REQUEST_MEMORY`]).
     pub request_memory: u64,
+    /// `connection.failed.authentication.delay.ms`: how long a connection whose authentication
+    /// failed stays open after the failure response (Kafka's default 100 ms), so the client
+    /// reads the response before the close, and a password guesser is slowed down.
+    pub failed_auth_delay: Duration,
 }
 
 /// The properties as configured, before the FD limit is known.
@@ -38,6 +42,7 @@ pub struct ConfiguredLimits {
     pub idle_timeout: Option<Duration>,
     pub max_request_bytes: usize,
     pub request_memory: u64,
+    pub failed_auth_delay: Duration,
 }
 
 impl ConfiguredLimits {
@@ -54,6 +59,7 @@ impl ConfiguredLimits {
             idle_timeout: self.idle_timeout,
             max_request_bytes: self.max_request_bytes,
             request_memory: self.request_memory,
+            failed_auth_delay: self.failed_auth_delay,
         }
     }
 }
@@ -171,6 +177,7 @@ mod tests {
             idle_timeout: None,
             max_request_bytes: 100,
             request_memory: 100,
+            failed_auth_delay: Duration::from_millis(100),
         };
         assert_eq!(configured.resolve(Some(1024)).max_connections, 5);
         let derived = ConfiguredLimits {

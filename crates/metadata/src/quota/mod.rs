@@ -7,6 +7,7 @@
 //! in [`rate`].
 
 pub mod rate;
+pub mod request;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -19,6 +19,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("broker.rack", Str, "The rack of this broker, for rack-aware replica placement."),
     ("broker.session.timeout.ms", Int, "How long the controller waits for a broker's heartbeat before it fences the broker."),
     ("compression.type", Str, "The default final compression of topics (see the topic config compression.type)."),
+    ("connection.failed.authentication.delay.ms", Int, "How long a connection whose authentication failed stays open after the failure response."),
     ("connections.max.idle.ms", Long, "Idle connections are closed after this long."),
     ("connections.max.reauth.ms", Long, "KIP-368: how long a SASL session lasts; a connection that has not re-authenticated by then is closed on its next request (0: never)."),
     ("controller.listener.names", List, "The listener (first name) whose security protocol and TLS/SASL settings the controller (quorum) listener uses."),

@@ -52,6 +52,10 @@ public final class Main {
         SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
         SCENARIOS.put("txn-eos-loop", ExactlyOnceScenarios::consumeTransformProduce);
         SCENARIOS.put("txn-perf", ExactlyOnceScenarios::producerThroughput);
+        SCENARIOS.put("security-round-trip", SecurityScenarios::roundTrip);
+        SCENARIOS.put("security-auth-fails", SecurityScenarios::authenticationFails);
+        SCENARIOS.put("security-denied", SecurityScenarios::denied);
+        SCENARIOS.put("security-group-denied", SecurityScenarios::groupDenied);
     }
 
     private Main() {}
