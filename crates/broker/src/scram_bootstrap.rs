@@ -123,7 +123,10 @@ pub fn spawn(broker: Arc<Broker>, users: Vec<BootstrapUser>) {
         }
         match broker
             .controller
-            .alter_user_scram_credentials(Vec::new(), missing)
+            .run(runnel_metadata::controller::AlterUserScramCredentials {
+                deletions: Vec::new(),
+                upsertions: missing,
+            })
             .await
         {
             Ok(results) => {
