@@ -6,6 +6,10 @@
 //! (`on_commit`) until they have nothing left to change — the seed's "persist the plan, then
 //! drive partitions and replicas Online". In a cluster only the quorum leader decides: every
 //! other node answers NOT_CONTROLLER and the caller retries at the leader.
+//!
+//! Every operation is a typed value ([`ControllerOp`]) run through one path: the handle checks
+//! and stamps it and queues it type-erased; the task decides it (pure), commits its records,
+//! lets it react to the committed image, settles, and answers (`run_op`).
 
 use std::future::Future;
 use std::pin::Pin;
