@@ -183,7 +183,10 @@ impl Broker {
         }
         let first = self
             .controller
-            .allocate_producer_ids(self.node_id, PRODUCER_ID_BLOCK)
+            .run(runnel_metadata::controller::AllocateProducerIds {
+                broker_id: self.node_id,
+                count: PRODUCER_ID_BLOCK,
+            })
             .await?;
         let mut ids = self.producer_ids.lock();
         *ids = (first + 1, first + PRODUCER_ID_BLOCK);

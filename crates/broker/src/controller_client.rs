@@ -10,18 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_metadata::acl::{AclBinding, AclBindingFilter};
-use runnel_metadata::{
-    codes, AlterConfigOp, ApiError, ConfigResource, CreatePartitionsRequest, CreateTopicOutcome,
-    CreateTopicRequest, TopicRef,
-};
+use runnel_metadata::controller::ControllerOp;
+use runnel_metadata::{codes, ApiError};
 use runnel_raft::{RpcRequest, RpcResponse, TcpTransport, Transport};
-use uuid::Uuid;
 
-use crate::controller_rpc::{self, ControllerRequest as Rq, ControllerResponse as Rs};
-use crate::controller_shell::{
-    ControllerHandle, CreatePartitionsResult, DeleteTopicResult, EventsSince,
-};
+use crate::controller_rpc::{OpAnswer, OpFrame, QUORUM_STATUS};
+use crate::controller_shell::ControllerHandle;
 
 /// How long an admin request may wait for an active controller (Kafka's default request timeout).
 const ADMIN_DEADLINE: Duration = Duration::from_secs(30);
@@ -45,11 +39,15 @@ pub struct ControllerClient {
     remote: Option<Remote>,
 }
 
-fn unexpected(what: &str) -> ApiError {
-    ApiError {
+/// A remote answer as the operation's response type.
+fn decode<T: serde::de::DeserializeOwned>(
+    op: &str,
+    value: serde_json::Value,
+) -> Result<T, ApiError> {
+    serde_json::from_value(value).map_err(|e| ApiError {
         code: codes::UNKNOWN_SERVER_ERROR,
-        message: format!("unexpected controller answer to {what}"),
-    }
+        message: format!("unexpected controller answer to {op}: {e}"),
+    })
 }
 
 /// The deadline passed with no active controller answering.
@@ -118,19 +116,50 @@ impl ControllerClient {
         }
     }
 
-    /// Sends `request` to whichever node is the active controller, retrying until `deadline`:
+    /// Runs `op` at the active controller within Kafka's default request timeout.
+    pub async fn run<O: ControllerOp>(&self, op: O) -> Result<O::Response, ApiError> {
+        self.run_within(op, ADMIN_DEADLINE).await
+    }
+
+    /// Runs `op` at whichever node is the active controller, retrying until `deadline`: this
+    /// node's shell first (locally, no encoding), then the voters over the quorum listener.
+    pub async fn run_within<O: ControllerOp>(
+        &self,
+        op: O,
+        deadline: Duration,
+    ) -> Result<O::Response, ApiError> {
+        let frame = OpFrame::new(&op)?;
+        let local = |handle: ControllerHandle| {
+            let op = op.clone();
+            async move { handle.run(op).await }
+        };
+        self.call(&frame, local, deadline).await
+    }
+
+    /// Sends `frame` to whichever node is the active controller, retrying until `deadline`:
     /// an election in progress (NOT_CONTROLLER everywhere) or a dead or frozen leader
     /// (unreachable, or silent) is waited out, each round asking first the node the quorum
     /// names as leader, and starting over as soon as it names another. When the deadline
-    /// passes without an answer, REQUEST_TIMED_OUT, as Kafka's forwarding answers.
-    pub async fn call(&self, request: Rq, deadline: Duration) -> Result<Rs, ApiError> {
+    /// passes without an answer, REQUEST_TIMED_OUT, as Kafka's forwarding answers. The local
+    /// shell is asked through `local` (no encoding); a remote answer is decoded into `T`.
+    async fn call<T, F, Fut>(
+        &self,
+        frame: &OpFrame,
+        local: F,
+        deadline: Duration,
+    ) -> Result<T, ApiError>
+    where
+        T: serde::de::DeserializeOwned,
+        F: Fn(ControllerHandle) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ApiError>>,
+    {
         let until = Instant::now() + deadline;
         let mut last = None;
         loop {
             if let Some(handle) = &self.local {
-                match controller_rpc::serve(handle, self.quorum.as_deref(), request.clone()).await {
-                    Rs::Error(e) if e.code == codes::NOT_CONTROLLER => last = Some(e),
-                    other => return Ok(other),
+                match local(handle.clone()).await {
+                    Err(e) if e.code == codes::NOT_CONTROLLER => last = Some(e),
+                    answer => return answer,
                 }
             }
             let mut leader_moved = false;
@@ -148,7 +177,7 @@ impl ControllerClient {
                     // A frozen (SIGSTOPped) or partitioned node holds a call until its bound;
                     // once the quorum names another leader, that one is asked at once instead.
                     let answer = tokio::select! {
-                        answer = self.call_remote(remote, id, address, &request, bound) => Some(answer),
+                        answer = self.call_remote(remote, id, address, frame, bound) => Some(answer),
                         () = self.leader_moves_from(leader) => None,
                     };
                     let Some(answer) = answer else {
@@ -156,8 +185,8 @@ impl ControllerClient {
                         break;
                     };
                     match answer {
-                        Ok(Rs::Error(e)) if e.code == codes::NOT_CONTROLLER => last = Some(e),
-                        Ok(response) => return Ok(response),
+                        Ok(Err(e)) if e.code == codes::NOT_CONTROLLER => last = Some(e),
+                        Ok(answer) => return decode(&frame.op, answer?),
                         Err(e) => last = Some(e),
                     }
                 }
@@ -192,14 +221,14 @@ impl ControllerClient {
         remote: &Remote,
         id: i32,
         address: &str,
-        request: &Rq,
+        frame: &OpFrame,
         bound: Duration,
-    ) -> Result<Rs, ApiError> {
+    ) -> Result<OpAnswer, ApiError> {
         let unreachable = |why: String| ApiError {
             code: codes::NOT_CONTROLLER,
             message: format!("controller {id} at {address} unreachable: {why}"),
         };
-        let value = serde_json::to_value(request).map_err(|e| unreachable(e.to_string()))?;
+        let value = serde_json::to_value(frame).map_err(|e| unreachable(e.to_string()))?;
         let response = remote
             .transport
             .call(
@@ -219,314 +248,29 @@ impl ControllerClient {
         }
     }
 
-    pub async fn create_topics(
-        &self,
-        requests: Vec<CreateTopicRequest>,
-        validate_only: bool,
-    ) -> Result<Vec<CreateTopicOutcome>, ApiError> {
-        match self
-            .call(
-                Rq::CreateTopics {
-                    requests,
-                    validate_only,
-                },
-                ADMIN_DEADLINE,
-            )
-            .await?
-        {
-            Rs::CreateTopics(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("CreateTopics")),
-        }
-    }
-
-    pub async fn delete_topics(
-        &self,
-        topics: Vec<TopicRef>,
-        api_version: i16,
-    ) -> Result<Vec<DeleteTopicResult>, ApiError> {
-        match self
-            .call(
-                Rq::DeleteTopics {
-                    topics,
-                    api_version,
-                },
-                ADMIN_DEADLINE,
-            )
-            .await?
-        {
-            Rs::DeleteTopics(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("DeleteTopics")),
-        }
-    }
-
-    pub async fn create_partitions(
-        &self,
-        requests: Vec<CreatePartitionsRequest>,
-        validate_only: bool,
-    ) -> Result<Vec<CreatePartitionsResult>, ApiError> {
-        match self
-            .call(
-                Rq::CreatePartitions {
-                    requests,
-                    validate_only,
-                },
-                ADMIN_DEADLINE,
-            )
-            .await?
-        {
-            Rs::CreatePartitions(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("CreatePartitions")),
-        }
-    }
-
-    pub async fn alter_client_quotas(
-        &self,
-        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
-        validate_only: bool,
-    ) -> Result<Vec<runnel_metadata::quota::QuotaAlterResult>, ApiError> {
-        let request = Rq::AlterClientQuotas {
-            alterations,
-            validate_only,
-        };
-        match self.call(request, ADMIN_DEADLINE).await? {
-            Rs::QuotaResults(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AlterClientQuotas")),
-        }
-    }
-
-    pub async fn alter_user_scram_credentials(
-        &self,
-        deletions: Vec<runnel_metadata::ScramDeletion>,
-        upsertions: Vec<runnel_metadata::ScramUpsertion>,
-    ) -> Result<Vec<runnel_metadata::ScramAlterResult>, ApiError> {
-        let request = Rq::AlterUserScramCredentials {
-            deletions,
-            upsertions,
-        };
-        match self.call(request, ADMIN_DEADLINE).await? {
-            Rs::ScramResults(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AlterUserScramCredentials")),
-        }
-    }
-
-    pub async fn create_acls(
-        &self,
-        acls: Vec<AclBinding>,
-    ) -> Result<Vec<Result<(), ApiError>>, ApiError> {
-        match self.call(Rq::CreateAcls { acls }, ADMIN_DEADLINE).await? {
-            Rs::AclsCreated(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("CreateAcls")),
-        }
-    }
-
-    pub async fn delete_acls(
-        &self,
-        filters: Vec<AclBindingFilter>,
-    ) -> Result<Vec<Result<Vec<AclBinding>, ApiError>>, ApiError> {
-        match self
-            .call(Rq::DeleteAcls { filters }, ADMIN_DEADLINE)
-            .await?
-        {
-            Rs::AclsDeleted(v) => Ok(v),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("DeleteAcls")),
-        }
-    }
-
-    pub async fn alter_configs(
-        &self,
-        resource: ConfigResource,
-        ops: Vec<(String, AlterConfigOp, Option<String>)>,
-        incremental: bool,
-        validate_only: bool,
-    ) -> Result<(), ApiError> {
-        let request = Rq::AlterConfigs {
-            resource,
-            ops,
-            incremental,
-            validate_only,
-        };
-        match self.call(request, ADMIN_DEADLINE).await? {
-            Rs::Done => Ok(()),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AlterConfigs")),
-        }
-    }
-
-    pub async fn register_broker(
-        &self,
-        broker_id: i32,
-        incarnation_id: Uuid,
-        host: String,
-        port: u16,
-        rack: Option<String>,
-        deadline: Duration,
-    ) -> Result<i64, ApiError> {
-        let request = Rq::RegisterBroker {
-            broker_id,
-            incarnation_id,
-            host,
-            port,
-            rack,
-        };
-        match self.call(request, deadline).await? {
-            Rs::BrokerEpoch(epoch) => Ok(epoch),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("RegisterBroker")),
-        }
-    }
-
-    /// Returns whether this broker is still fenced.
-    pub async fn heartbeat(
-        &self,
-        broker_id: i32,
-        broker_epoch: i64,
-        metadata_offset: i64,
-        deadline: Duration,
-    ) -> Result<bool, ApiError> {
-        match self
-            .call(
-                Rq::Heartbeat {
-                    broker_id,
-                    broker_epoch,
-                    metadata_offset,
-                },
-                deadline,
-            )
-            .await?
-        {
-            Rs::Fenced(f) => Ok(f),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("Heartbeat")),
-        }
-    }
-
-    pub async fn allocate_producer_ids(&self, broker_id: i32, count: i64) -> Result<i64, ApiError> {
-        match self
-            .call(Rq::AllocateProducerIds { broker_id, count }, ADMIN_DEADLINE)
-            .await?
-        {
-            Rs::ProducerId(id) => Ok(id),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AllocateProducerIds")),
-        }
-    }
-
-    /// Asks the controller to move this broker's leaderships away; returns how many stay.
-    pub async fn controlled_shutdown(
-        &self,
-        broker_id: i32,
-        deadline: Duration,
-    ) -> Result<usize, ApiError> {
-        match self
-            .call(Rq::ControlledShutdown { broker_id }, deadline)
-            .await?
-        {
-            Rs::Remaining(n) => Ok(n),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("ControlledShutdown")),
-        }
-    }
-
-    /// The end of a controlled shutdown: fence this broker now (bounded: on failure its session
-    /// simply expires).
-    pub async fn shutdown_complete(
-        &self,
-        broker_id: i32,
-        deadline: Duration,
-    ) -> Result<(), ApiError> {
-        match self
-            .call(Rq::ShutdownComplete { broker_id }, deadline)
-            .await?
-        {
-            Rs::Done => Ok(()),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("ShutdownComplete")),
-        }
-    }
-
-    /// A leader's ISR change: the committed ISR and partition epoch. Bounded, since the
-    /// leader decides itself whether to try again.
-    pub async fn alter_partition(
-        &self,
-        request: crate::controller_shell::AlterIsr,
-    ) -> Result<(Vec<i32>, i32), ApiError> {
-        match self
-            .call(Rq::AlterPartition(request), Duration::from_secs(5))
-            .await?
-        {
-            Rs::Isr(isr, epoch) => Ok((isr, epoch)),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AlterPartition")),
-        }
-    }
-
-    pub async fn elect_leaders(
-        &self,
-        election: runnel_metadata::ElectionType,
-        partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<runnel_metadata::ElectionResult>, ApiError> {
-        match self
-            .call(
-                Rq::ElectLeaders {
-                    election,
-                    partitions,
-                },
-                ADMIN_DEADLINE,
-            )
-            .await?
-        {
-            Rs::Elections(r) => Ok(r),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("ElectLeaders")),
-        }
-    }
-
-    pub async fn alter_reassignments(
-        &self,
-        requests: Vec<runnel_metadata::ReassignmentRequest>,
-        allow_replication_factor_change: bool,
-    ) -> Result<Vec<runnel_metadata::ReassignmentResult>, ApiError> {
-        match self
-            .call(
-                Rq::AlterReassignments {
-                    requests,
-                    allow_replication_factor_change,
-                },
-                ADMIN_DEADLINE,
-            )
-            .await?
-        {
-            Rs::Reassignments(r) => Ok(r),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("AlterPartitionReassignments")),
-        }
-    }
-
     /// The quorum's replication state as the leader sees it (None on a single node).
     pub async fn quorum_status(&self) -> Result<Option<runnel_raft::QuorumStatus>, ApiError> {
         if self.remote.is_none() {
             return Ok(None);
         }
-        match self.call(Rq::QuorumStatus, ADMIN_DEADLINE).await? {
-            Rs::QuorumStatus(s) => Ok(Some(s)),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("QuorumStatus")),
-        }
-    }
-
-    pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
-        match self.call(Rq::Events { since }, ADMIN_DEADLINE).await? {
-            Rs::Events(e) => Ok(e),
-            Rs::Error(e) => Err(e),
-            _ => Err(unexpected("Events")),
-        }
+        let frame = OpFrame {
+            op: QUORUM_STATUS.to_string(),
+            request: serde_json::Value::Null,
+        };
+        let quorum = self.quorum.clone();
+        let local = |_: ControllerHandle| {
+            let quorum = quorum.clone();
+            async move {
+                match quorum {
+                    Some(q) if q.is_leader() => Ok(q.status()),
+                    _ => Err(ApiError {
+                        code: codes::NOT_CONTROLLER,
+                        message: "this node is not the quorum leader".into(),
+                    }),
+                }
+            }
+        };
+        self.call(&frame, local, ADMIN_DEADLINE).await.map(Some)
     }
 }
 

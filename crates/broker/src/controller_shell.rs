@@ -6,20 +6,23 @@
 //! (`on_commit`) until they have nothing left to change — the seed's "persist the plan, then
 //! drive partitions and replicas Online". In a cluster only the quorum leader decides: every
 //! other node answers NOT_CONTROLLER and the caller retries at the leader.
+//!
+//! Every operation is a typed value ([`ControllerOp`]) run through one path: the handle checks
+//! and stamps it and queues it type-erased; the task decides it (pure), commits its records,
+//! lets it react to the committed image, settles, and answers (`run_op`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_metadata::acl::{AclBinding, AclBindingFilter};
+use runnel_metadata::controller::{ControllerOp, ControllerResult, CreateTopics, OpContext};
 use runnel_metadata::{
-    AlterConfigOp, ApiError, BrokerSessions, ConfigResource, Controller, ControllerConfig,
-    CreatePartitionsRequest, CreateTopicOutcome, CreateTopicRequest, ElectionResult, ElectionType,
-    MetadataImage, MetadataRecord, ReassignmentRequest, ReassignmentResult, StateChangeEvent,
-    TopicRef,
+    ApiError, BrokerSessions, Controller, ControllerConfig, MetadataImage, MetadataRecord,
+    StateChangeEvent,
 };
 use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
-use uuid::Uuid;
 
 use crate::clock::now_ms;
 use crate::metadata_log::MetadataLog;
@@ -28,176 +31,62 @@ use crate::publisher::Publisher;
 /// Queue bound: callers wait (backpressure) rather than the controller buffering without limit.
 const QUEUE_CAPACITY: usize = 1024;
 
-pub type DeleteTopicResult = (TopicRef, Option<String>, Result<Uuid, ApiError>);
-pub type CreatePartitionsResult = (String, Result<(), ApiError>);
+pub use runnel_metadata::controller::AlterPartition as AlterIsr;
+pub use runnel_metadata::controller::{CreatePartitionsResult, DeleteTopicResult};
 /// State-change events with their sequence numbers, and the next sequence number.
 pub type EventsSince = (Vec<(u64, StateChangeEvent)>, u64);
 
 type Reply<T> = oneshot::Sender<Result<T, ApiError>>;
+type BoxFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
-enum Command {
-    CreateTopics {
-        requests: Vec<CreateTopicRequest>,
-        validate_only: bool,
-        reply: Reply<Vec<CreateTopicOutcome>>,
-    },
-    DeleteTopics {
-        topics: Vec<TopicRef>,
-        api_version: i16,
-        reply: Reply<Vec<DeleteTopicResult>>,
-    },
-    CreatePartitions {
-        requests: Vec<CreatePartitionsRequest>,
-        validate_only: bool,
-        reply: Reply<Vec<CreatePartitionsResult>>,
-    },
-    AlterConfigs {
-        resource: ConfigResource,
-        ops: Vec<(String, AlterConfigOp, Option<String>)>,
-        incremental: bool,
-        validate_only: bool,
-        reply: Reply<()>,
-    },
-    AlterUserScramCredentials {
-        deletions: Vec<runnel_metadata::ScramDeletion>,
-        upsertions: Vec<runnel_metadata::ScramUpsertion>,
-        reply: Reply<Vec<runnel_metadata::ScramAlterResult>>,
-    },
-    AlterClientQuotas {
-        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
-        validate_only: bool,
-        reply: Reply<Vec<runnel_metadata::quota::QuotaAlterResult>>,
-    },
-    CreateAcls {
-        acls: Vec<AclBinding>,
-        reply: Reply<Vec<Result<(), ApiError>>>,
-    },
-    DeleteAcls {
-        filters: Vec<AclBindingFilter>,
-        reply: Reply<Vec<Result<Vec<AclBinding>, ApiError>>>,
-    },
-    RegisterBroker {
-        broker_id: i32,
-        incarnation_id: Uuid,
-        host: String,
-        port: u16,
-        rack: Option<String>,
-        /// Answer: the broker epoch of the registration.
-        reply: Reply<i64>,
-    },
-    /// A heartbeat that could not be answered at once (the shell was not active yet in the
-    /// current term): it activates the shell first. Stamped when it was received.
-    Heartbeat {
-        broker_id: i32,
-        broker_epoch: i64,
-        metadata_offset: i64,
-        received_ms: i64,
-        /// Answer: whether the broker is still fenced.
-        reply: Reply<bool>,
-    },
-    /// A heartbeat found the fenced broker caught up: commit its unfencing (nobody waits).
-    Unfence { broker_id: i32, broker_epoch: i64 },
-    /// One block of `PRODUCER_ID_BLOCK_SIZE` ids (the size is not the caller's to choose).
-    AllocateProducerIds { broker_id: i32, reply: Reply<i64> },
-    Events {
-        since: u64,
-        reply: Reply<EventsSince>,
-    },
-    ElectLeaders {
-        election: ElectionType,
-        partitions: Option<Vec<(String, i32)>>,
-        reply: Reply<Vec<ElectionResult>>,
-    },
-    AlterPartition {
-        request: AlterIsr,
-        reply: Reply<(Vec<i32>, i32)>,
-    },
-    AlterReassignments {
-        requests: Vec<ReassignmentRequest>,
-        allow_replication_factor_change: bool,
-        reply: Reply<Vec<ReassignmentResult>>,
-    },
-    /// Answer: how many leaderships stay with the broker (no in-sync replica to take them).
-    ControlledShutdown { broker_id: i32, reply: Reply<usize> },
-    /// The broker finished its controlled shutdown and stopped heartbeating: it is fenced and
-    /// its session ends now, so its next process registers without waiting for the session
-    /// timeout (KRaft fences a broker whose controlled shutdown completed).
-    ShutdownComplete { broker_id: i32, reply: Reply<()> },
+/// One queued operation, whatever its type: the shell runs it or fails it.
+trait Job: Send {
+    fn name(&self) -> &'static str;
+    /// Answers the operation with `e` without running it.
+    fn fail(self: Box<Self>, e: ApiError);
+    fn run(self: Box<Self>, shell: &mut ControllerShell) -> BoxFuture<'_>;
 }
 
-/// A leader's ISR change request (Kafka's AlterPartition, spec I.3 item 6).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct AlterIsr {
-    pub topic_id: Uuid,
-    pub partition: i32,
-    pub broker_id: i32,
-    pub leader_epoch: i32,
-    pub partition_epoch: i32,
-    pub new_isr: Vec<i32>,
+/// An operation waiting in the queue, stamped with when it was received.
+struct Pending<O: ControllerOp> {
+    op: O,
+    received_ms: i64,
+    /// `None`: nobody waits for the answer (a heartbeat's unfencing).
+    reply: Option<Reply<O::Response>>,
 }
 
-impl Command {
+impl<O: ControllerOp> Job for Pending<O> {
     fn name(&self) -> &'static str {
-        match self {
-            Command::CreateTopics { .. } => "CreateTopics",
-            Command::DeleteTopics { .. } => "DeleteTopics",
-            Command::CreatePartitions { .. } => "CreatePartitions",
-            Command::AlterConfigs { .. } => "AlterConfigs",
-            Command::AlterUserScramCredentials { .. } => "AlterUserScramCredentials",
-            Command::AlterClientQuotas { .. } => "AlterClientQuotas",
-            Command::CreateAcls { .. } => "CreateAcls",
-            Command::DeleteAcls { .. } => "DeleteAcls",
-            Command::RegisterBroker { .. } => "RegisterBroker",
-            Command::Heartbeat { .. } => "Heartbeat",
-            Command::Unfence { .. } => "Unfence",
-            Command::AllocateProducerIds { .. } => "AllocateProducerIds",
-            Command::Events { .. } => "Events",
-            Command::ElectLeaders { .. } => "ElectLeaders",
-            Command::AlterPartition { .. } => "AlterPartition",
-            Command::AlterReassignments { .. } => "AlterPartitionReassignments",
-            Command::ControlledShutdown { .. } => "ControlledShutdown",
-            Command::ShutdownComplete { .. } => "ShutdownComplete",
+        O::NAME
+    }
+
+    fn fail(self: Box<Self>, e: ApiError) {
+        if let Some(reply) = self.reply {
+            let _ = reply.send(Err(e));
         }
     }
 
-    /// Answers the command with `e` without running it.
-    fn fail(self, e: ApiError) {
-        match self {
-            Command::CreateTopics { reply, .. } => drop(reply.send(Err(e))),
-            Command::DeleteTopics { reply, .. } => drop(reply.send(Err(e))),
-            Command::CreatePartitions { reply, .. } => drop(reply.send(Err(e))),
-            Command::AlterConfigs { reply, .. } => drop(reply.send(Err(e))),
-            Command::AlterUserScramCredentials { reply, .. } => drop(reply.send(Err(e))),
-            Command::AlterClientQuotas { reply, .. } => drop(reply.send(Err(e))),
-            Command::CreateAcls { reply, .. } => drop(reply.send(Err(e))),
-            Command::DeleteAcls { reply, .. } => drop(reply.send(Err(e))),
-            Command::RegisterBroker { reply, .. } => drop(reply.send(Err(e))),
-            Command::Heartbeat { reply, .. } => drop(reply.send(Err(e))),
-            Command::Unfence { .. } => {}
-            Command::AllocateProducerIds { reply, .. } => drop(reply.send(Err(e))),
-            Command::Events { reply, .. } => drop(reply.send(Err(e))),
-            Command::ElectLeaders { reply, .. } => drop(reply.send(Err(e))),
-            Command::AlterPartition { reply, .. } => drop(reply.send(Err(e))),
-            Command::AlterReassignments { reply, .. } => drop(reply.send(Err(e))),
-            Command::ControlledShutdown { reply, .. } => drop(reply.send(Err(e))),
-            Command::ShutdownComplete { reply, .. } => drop(reply.send(Err(e))),
-        }
+    fn run(self: Box<Self>, shell: &mut ControllerShell) -> BoxFuture<'_> {
+        Box::pin(async move {
+            let Pending {
+                op,
+                received_ms,
+                reply,
+            } = *self;
+            let result = shell.run_op(op, received_ms).await;
+            match reply {
+                Some(reply) => drop(reply.send(result)),
+                None => {
+                    if let Err(e) = result {
+                        tracing::warn!(op = O::NAME, error = %e.message, "queued controller operation failed");
+                    }
+                }
+            }
+        })
     }
 }
 
-/// Per-partition results whose records were committed in one batch: if the commit failed,
-/// every success becomes that failure (the partitions that failed validation keep their own).
-fn with_commit_outcome(
-    mut results: Vec<(String, i32, Result<(), ApiError>)>,
-    committed: Result<(), ApiError>,
-) -> Vec<(String, i32, Result<(), ApiError>)> {
-    if let Err(e) = committed {
-        for r in results.iter_mut().filter(|r| r.2.is_ok()) {
-            r.2 = Err(e.clone());
-        }
-    }
-    results
-}
+type Command = Box<dyn Job>;
 
 /// Cheap, cloneable access to the controller task.
 #[derive(Clone)]
@@ -234,15 +123,13 @@ impl Liveness {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The heartbeat rule applied now, if this shell is the active controller of the
-    /// current term; `None` if the shell must activate first (through the queue).
-    fn heartbeat_now(
+    /// The operation's early answer ([`ControllerOp::answer_early`]) if this shell is the
+    /// active controller of the current term; `None` if it must go through the queue.
+    fn answer_early<O: ControllerOp>(
         &self,
-        broker_id: i32,
-        broker_epoch: i64,
-        metadata_offset: i64,
+        op: &O,
         received_ms: i64,
-    ) -> Option<Result<runnel_metadata::controller::HeartbeatOutcome, ApiError>> {
+    ) -> Option<Result<runnel_metadata::controller::EarlyAnswer<O::Response>, ApiError>> {
         let mut live = self.lock();
         let active = live.term != 0
             && self
@@ -253,13 +140,7 @@ impl Liveness {
             return None;
         }
         let image = live.image.clone();
-        Some(live.sessions.heartbeat(
-            &image,
-            broker_id,
-            broker_epoch,
-            metadata_offset,
-            received_ms,
-        ))
+        op.answer_early(&mut live.sessions, &image, received_ms)
     }
 }
 
@@ -271,215 +152,56 @@ fn unavailable() -> ApiError {
 }
 
 impl ControllerHandle {
-    async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, ApiError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| unavailable())?;
-        rx.await.map_err(|_| unavailable())?
-    }
-
-    pub async fn create_topics(
-        &self,
-        requests: Vec<CreateTopicRequest>,
-        validate_only: bool,
-    ) -> Result<Vec<CreateTopicOutcome>, ApiError> {
-        self.call(|reply| Command::CreateTopics {
-            requests,
-            validate_only,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn delete_topics(
-        &self,
-        topics: Vec<TopicRef>,
-        api_version: i16,
-    ) -> Result<Vec<DeleteTopicResult>, ApiError> {
-        self.call(|reply| Command::DeleteTopics {
-            topics,
-            api_version,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn create_partitions(
-        &self,
-        requests: Vec<CreatePartitionsRequest>,
-        validate_only: bool,
-    ) -> Result<Vec<CreatePartitionsResult>, ApiError> {
-        self.call(|reply| Command::CreatePartitions {
-            requests,
-            validate_only,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn alter_client_quotas(
-        &self,
-        alterations: Vec<runnel_metadata::quota::QuotaAlteration>,
-        validate_only: bool,
-    ) -> Result<Vec<runnel_metadata::quota::QuotaAlterResult>, ApiError> {
-        self.call(|reply| Command::AlterClientQuotas {
-            alterations,
-            validate_only,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn alter_user_scram_credentials(
-        &self,
-        deletions: Vec<runnel_metadata::ScramDeletion>,
-        upsertions: Vec<runnel_metadata::ScramUpsertion>,
-    ) -> Result<Vec<runnel_metadata::ScramAlterResult>, ApiError> {
-        self.call(|reply| Command::AlterUserScramCredentials {
-            deletions,
-            upsertions,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn alter_configs(
-        &self,
-        resource: ConfigResource,
-        ops: Vec<(String, AlterConfigOp, Option<String>)>,
-        incremental: bool,
-        validate_only: bool,
-    ) -> Result<(), ApiError> {
-        self.call(|reply| Command::AlterConfigs {
-            resource,
-            ops,
-            incremental,
-            validate_only,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn create_acls(
-        &self,
-        acls: Vec<AclBinding>,
-    ) -> Result<Vec<Result<(), ApiError>>, ApiError> {
-        self.call(|reply| Command::CreateAcls { acls, reply }).await
-    }
-
-    pub async fn delete_acls(
-        &self,
-        filters: Vec<AclBindingFilter>,
-    ) -> Result<Vec<Result<Vec<AclBinding>, ApiError>>, ApiError> {
-        self.call(|reply| Command::DeleteAcls { filters, reply })
-            .await
-    }
-
-    /// Returns the broker epoch of the registration.
-    pub async fn register_broker(
-        &self,
-        broker_id: i32,
-        incarnation_id: Uuid,
-        host: String,
-        port: u16,
-        rack: Option<String>,
-    ) -> Result<i64, ApiError> {
-        self.call(|reply| Command::RegisterBroker {
-            broker_id,
-            incarnation_id,
-            host,
-            port,
-            rack,
-            reply,
-        })
-        .await
-    }
-
-    /// Returns whether the broker is still fenced. The heartbeat is stamped now, when it is
-    /// received, and answered without waiting behind queued commits; only an unfencing it
-    /// leads to is queued (and not waited for: the next heartbeat sees it).
-    pub async fn heartbeat(
-        &self,
-        broker_id: i32,
-        broker_epoch: i64,
-        metadata_offset: i64,
-    ) -> Result<bool, ApiError> {
-        let received_ms = self.live.now_ms();
-        match self
-            .live
-            .heartbeat_now(broker_id, broker_epoch, metadata_offset, received_ms)
-        {
-            Some(Ok(outcome)) => {
-                if outcome.unfence {
-                    // A full queue drops it: the next heartbeat asks again.
-                    let _ = self.tx.try_send(Command::Unfence {
-                        broker_id,
-                        broker_epoch,
-                    });
-                }
-                Ok(outcome.fenced)
-            }
-            Some(Err(e)) => Err(e),
-            None => {
-                self.call(|reply| Command::Heartbeat {
-                    broker_id,
-                    broker_epoch,
-                    metadata_offset,
-                    received_ms,
-                    reply,
-                })
-                .await
-            }
+    /// A handle whose controller task is gone: every operation that passes its checks is
+    /// answered NOT_CONTROLLER (for tests of what is refused before the queue).
+    #[cfg(test)]
+    pub(crate) fn detached() -> Self {
+        let (tx, _) = mpsc::channel(1);
+        ControllerHandle {
+            tx,
+            live: Liveness {
+                state: Arc::new(std::sync::Mutex::new(LivenessState {
+                    sessions: BrokerSessions::new(1),
+                    image: Arc::new(MetadataImage::empty("test".into())),
+                    term: 0,
+                })),
+                origin: Instant::now(),
+                quorum: None,
+            },
         }
     }
 
-    pub async fn allocate_producer_ids(&self, broker_id: i32) -> Result<i64, ApiError> {
-        self.call(|reply| Command::AllocateProducerIds { broker_id, reply })
-            .await
-    }
-
-    pub async fn events(&self, since: u64) -> Result<EventsSince, ApiError> {
-        self.call(|reply| Command::Events { since, reply }).await
-    }
-
-    pub async fn controlled_shutdown(&self, broker_id: i32) -> Result<usize, ApiError> {
-        self.call(|reply| Command::ControlledShutdown { broker_id, reply })
-            .await
-    }
-
-    pub async fn shutdown_complete(&self, broker_id: i32) -> Result<(), ApiError> {
-        self.call(|reply| Command::ShutdownComplete { broker_id, reply })
-            .await
-    }
-
-    pub async fn alter_partition(&self, request: AlterIsr) -> Result<(Vec<i32>, i32), ApiError> {
-        self.call(|reply| Command::AlterPartition { request, reply })
-            .await
-    }
-
-    pub async fn elect_leaders(
-        &self,
-        election: ElectionType,
-        partitions: Option<Vec<(String, i32)>>,
-    ) -> Result<Vec<ElectionResult>, ApiError> {
-        self.call(|reply| Command::ElectLeaders {
-            election,
-            partitions,
-            reply,
-        })
-        .await
-    }
-
-    pub async fn alter_reassignments(
-        &self,
-        requests: Vec<ReassignmentRequest>,
-        allow_replication_factor_change: bool,
-    ) -> Result<Vec<ReassignmentResult>, ApiError> {
-        self.call(|reply| Command::AlterReassignments {
-            requests,
-            allow_replication_factor_change,
-            reply,
-        })
-        .await
+    /// Runs one operation on the controller task and returns its answer: the one local call
+    /// path of every operation. The request's fields are range-checked first, and it is
+    /// stamped when it is received (before it waits behind queued commits). An operation
+    /// with an early answer (a heartbeat) gets it without waiting in the queue; only the
+    /// records it leads to are queued (not waited for: a full queue drops them, and the next
+    /// heartbeat asks again).
+    pub async fn run<O: ControllerOp>(&self, op: O) -> Result<O::Response, ApiError> {
+        op.validate()?;
+        let received_ms = self.live.now_ms();
+        match self.live.answer_early(&op, received_ms) {
+            Some(Ok(early)) => {
+                if early.then_queue {
+                    let _ = self.tx.try_send(Box::new(Pending {
+                        op,
+                        received_ms,
+                        reply: None,
+                    }));
+                }
+                return Ok(early.response);
+            }
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+        let (reply, rx) = oneshot::channel();
+        let pending: Command = Box::new(Pending {
+            op,
+            received_ms,
+            reply: Some(reply),
+        });
+        self.tx.send(pending).await.map_err(|_| unavailable())?;
+        rx.await.map_err(|_| unavailable())?
     }
 }
 
@@ -696,328 +418,62 @@ impl ControllerShell {
             command.fail(e);
             return;
         }
-        match command {
-            Command::CreateTopics {
-                requests,
-                validate_only,
-                reply,
-            } => {
-                let (mut outcomes, records) =
-                    self.controller
-                        .create_topics(&self.image, &requests, validate_only);
-                if let (Some(stall), false) = (self.stall_create_topics, records.is_empty()) {
-                    tracing::warn!(?stall, "test hook: stalling a CreateTopics commit");
-                    tokio::time::sleep(stall).await;
-                }
-                if let Err(e) = self.commit(records).await {
-                    for outcome in &mut outcomes {
-                        if outcome.result.is_ok() {
-                            outcome.result = Err(e.clone());
-                        }
-                    }
-                }
-                let _ = reply.send(Ok(outcomes));
-            }
-            Command::DeleteTopics {
-                topics,
-                api_version,
-                reply,
-            } => {
-                let (mut results, records) =
-                    self.controller
-                        .delete_topics(&self.image, &topics, api_version);
-                if let Err(e) = self.commit(records).await {
-                    for r in &mut results {
-                        if r.2.is_ok() {
-                            r.2 = Err(e.clone());
-                        }
-                    }
-                }
-                let _ = reply.send(Ok(results));
-            }
-            Command::AlterReassignments {
-                requests,
-                allow_replication_factor_change,
-                reply,
-            } => {
-                let (results, records) = self.controller.alter_partition_reassignments(
-                    &self.image,
-                    &requests,
-                    allow_replication_factor_change,
-                    now_ms(),
-                );
-                let committed = self.commit(records).await;
-                let _ = reply.send(Ok(with_commit_outcome(results, committed)));
-            }
-            Command::CreatePartitions {
-                requests,
-                validate_only,
-                reply,
-            } => {
-                let (mut results, records) =
-                    self.controller
-                        .create_partitions(&self.image, &requests, validate_only);
-                if let Err(e) = self.commit(records).await {
-                    for r in &mut results {
-                        if r.1.is_ok() {
-                            r.1 = Err(e.clone());
-                        }
-                    }
-                }
-                let _ = reply.send(Ok(results));
-            }
-            Command::AlterUserScramCredentials {
-                deletions,
-                upsertions,
-                reply,
-            } => {
-                let (results, records) = runnel_metadata::alter_user_scram_credentials(
-                    &self.image,
-                    &deletions,
-                    &upsertions,
-                );
-                let result = if records.is_empty() {
-                    Ok(results)
-                } else {
-                    self.commit(records).await.map(|()| results)
-                };
-                let _ = reply.send(result);
-            }
-            Command::AlterClientQuotas {
-                alterations,
-                validate_only,
-                reply,
-            } => {
-                // Kafka commits the records of every entry that passed as one atomic batch.
-                let (results, records) = runnel_metadata::quota::alter_client_quotas(
-                    &self.image.client_quotas,
-                    &alterations,
-                );
-                let result = if validate_only || records.is_empty() {
-                    Ok(results)
-                } else {
-                    self.commit(records).await.map(|()| results)
-                };
-                let _ = reply.send(result);
-            }
-            Command::AlterConfigs {
-                resource,
-                ops,
-                incremental,
-                validate_only,
-                reply,
-            } => {
-                let (result, records) = self.controller.alter_configs(
-                    &self.image,
-                    &resource,
-                    &ops,
-                    incremental,
-                    validate_only,
-                );
-                let result = match result {
-                    Ok(()) => self.commit(records).await,
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(result);
-            }
-            Command::CreateAcls { acls, reply } => {
-                let (results, records) = self.controller.create_acls(&self.image, &acls);
-                let _ = reply.send(self.commit(records).await.map(|()| results));
-            }
-            Command::DeleteAcls { filters, reply } => {
-                let (results, records) = self.controller.delete_acls(&self.image, &filters);
-                let _ = reply.send(self.commit(records).await.map(|()| results));
-            }
-            Command::RegisterBroker {
-                broker_id,
-                incarnation_id,
-                host,
-                port,
-                rack,
-                reply,
-            } => {
-                let result = self
-                    .register(broker_id, incarnation_id, host, port, rack)
-                    .await;
-                let _ = reply.send(result);
-            }
-            Command::Heartbeat {
-                broker_id,
-                broker_epoch,
-                metadata_offset,
-                received_ms,
-                reply,
-            } => {
-                let result = self
-                    .heartbeat(broker_id, broker_epoch, metadata_offset, received_ms)
-                    .await;
-                let _ = reply.send(result);
-            }
-            Command::Unfence {
-                broker_id,
-                broker_epoch,
-            } => {
-                if let Err(e) = self.unfence(broker_id, broker_epoch).await {
-                    tracing::warn!(broker_id, error = %e.message, "could not unfence broker");
-                }
-            }
-            Command::AllocateProducerIds { broker_id, reply } => {
-                let (first, records) = self
-                    .controller
-                    .allocate_producer_ids(&self.image, broker_id);
-                let result = self.commit(records).await.map(|()| first);
-                let _ = reply.send(result);
-            }
-            Command::Events { since, reply } => {
-                let _ = reply.send(Ok(self.controller.events_since(since)));
-            }
-            Command::ControlledShutdown { broker_id, reply } => {
-                let (records, remaining) =
-                    self.controller.controlled_shutdown(&self.image, broker_id);
-                let result = self.commit(records).await.map(|()| remaining);
-                let _ = reply.send(result);
-            }
-            Command::ShutdownComplete { broker_id, reply } => {
-                let result = self.shutdown_complete(broker_id).await;
-                let _ = reply.send(result);
-            }
-            Command::AlterPartition { request, reply } => {
-                let result = self.alter_partition(request).await;
-                let _ = reply.send(result);
-            }
-            Command::ElectLeaders {
-                election,
-                partitions,
-                reply,
-            } => {
-                let (results, records) = self.controller.elect_leaders(
-                    &self.image,
-                    election,
-                    partitions.as_deref(),
-                    now_ms(),
-                );
-                let committed = self.commit(records).await;
-                let _ = reply.send(Ok(with_commit_outcome(results, committed)));
-            }
-        }
+        command.run(self).await;
     }
 
-    /// Validates a leader's ISR change against the image and commits it (spec I.3 item 6).
-    /// Answers the ISR and partition epoch now committed (unchanged when the ISR already was
-    /// the requested one), as Kafka's AlterPartition response does.
-    async fn alter_partition(&mut self, request: AlterIsr) -> Result<(Vec<i32>, i32), ApiError> {
-        let (decision, records) = self.controller.alter_partition(
-            &self.image,
-            &request.topic_id,
-            request.partition,
-            &runnel_metadata::replication::alter_partition::AlterPartitionRequest {
-                broker_id: request.broker_id,
-                leader_epoch: request.leader_epoch,
-                partition_epoch: request.partition_epoch,
-                new_isr: request.new_isr,
-            },
-        )?;
-        if !records.is_empty() {
-            tracing::info!(topic_id = %request.topic_id, partition = request.partition, isr = ?decision.isr, "ISR change");
-            self.commit(records).await?;
-        }
-        Ok((decision.isr, decision.partition_epoch))
-    }
-
-    async fn register(
+    /// The one path of every operation on the active controller: decide on the current image,
+    /// commit the records (if any), let the operation react to the committed image, settle
+    /// the state machines, answer. A failed commit reaches the answer through
+    /// [`ControllerOp::absorb`].
+    async fn run_op<O: ControllerOp>(
         &mut self,
-        broker_id: i32,
-        incarnation_id: Uuid,
-        host: String,
-        port: u16,
-        rack: Option<String>,
-    ) -> Result<i64, ApiError> {
-        let now = self.live.now_ms();
-        self.live.lock().sessions.check_registration(
-            &self.image,
-            broker_id,
-            incarnation_id,
-            now,
-        )?;
-        let records = self.controller.register_broker(
-            &self.image,
-            broker_id,
-            incarnation_id,
-            host,
-            port,
-            rack,
-        )?;
-        let broker_epoch = match records.first() {
-            Some(MetadataRecord::RegisterBroker { broker_epoch, .. }) => *broker_epoch,
-            _ => -1,
-        };
-        self.commit_once(records).await?;
-        let registered_at = self.image.offset;
-        let now = self.live.now_ms();
-        self.live.lock().sessions.registered(
-            broker_id,
-            incarnation_id,
-            broker_epoch,
-            registered_at,
-            now,
-        );
-        if matches!(self.backend, Backend::Local { .. }) {
-            // A single node is caught up by construction: it is its own metadata log.
-            let records = self.controller.unfence_broker(&self.image, broker_id);
-            self.commit(records).await?;
-        } else {
-            self.settle().await?;
-        }
-        Ok(broker_epoch)
-    }
-
-    /// A queued heartbeat (the shell just became active): the session rule of
-    /// [`BrokerSessions::heartbeat`] with the time it was received, then the unfencing of a
-    /// broker that has caught up with the metadata log up to its registration (spec I.3).
-    async fn heartbeat(
-        &mut self,
-        broker_id: i32,
-        broker_epoch: i64,
-        metadata_offset: i64,
+        op: O,
         received_ms: i64,
-    ) -> Result<bool, ApiError> {
-        let outcome = {
-            let image = self.image.clone();
-            self.live.lock().sessions.heartbeat(
-                &image,
-                broker_id,
-                broker_epoch,
-                metadata_offset,
-                received_ms,
-            )?
-        };
-        if outcome.unfence {
-            self.unfence(broker_id, broker_epoch).await?;
-            return Ok(false);
-        }
-        Ok(outcome.fenced)
-    }
-
-    /// Unfences the registration a heartbeat was for, if it is still the current one and
-    /// still fenced.
-    async fn unfence(&mut self, broker_id: i32, broker_epoch: i64) -> Result<(), ApiError> {
-        let records = self
-            .controller
-            .unfence_registration(&self.image, broker_id, broker_epoch);
-        self.commit(records).await
-    }
-
-    /// Fences a broker that completed its controlled shutdown and forgets its session. Only a
-    /// broker in controlled shutdown may ask (a live broker is never fenced this way).
-    async fn shutdown_complete(&mut self, broker_id: i32) -> Result<(), ApiError> {
-        let records = self.controller.shutdown_complete(&self.image, broker_id);
+    ) -> Result<O::Response, ApiError> {
+        let ControllerResult { records, response } =
+            self.with_context(received_ms, |ctx| op.decide(ctx))?;
         if records.is_empty() {
-            return Ok(());
+            return Ok(response);
         }
-        self.commit(records).await?;
-        self.live.lock().sessions.remove(broker_id);
-        tracing::info!(broker_id, "controlled shutdown complete: broker fenced");
-        Ok(())
+        if let (Some(stall), CreateTopics::NAME) = (self.stall_create_topics, O::NAME) {
+            tracing::warn!(?stall, "test hook: stalling a CreateTopics commit");
+            tokio::time::sleep(stall).await;
+        }
+        match self.commit_op(&op, &response, records).await {
+            Ok(()) => Ok(response),
+            Err(e) => O::absorb(response, e),
+        }
+    }
+
+    async fn commit_op<O: ControllerOp>(
+        &mut self,
+        op: &O,
+        response: &O::Response,
+        records: Vec<MetadataRecord>,
+    ) -> Result<(), ApiError> {
+        self.commit_once(records).await?;
+        let now = self.live.now_ms();
+        let follow_up = self.with_context(now, |ctx| op.committed(ctx, response));
+        self.commit_once(follow_up).await?;
+        self.settle().await
+    }
+
+    /// Runs `f` on what a decision sees: the pure controller, the sessions (locked, never
+    /// across an await) and the image, with the clocks.
+    fn with_context<R>(&mut self, received_ms: i64, f: impl FnOnce(&mut OpContext<'_>) -> R) -> R {
+        let session_ms = self.live.now_ms();
+        let single_node = matches!(self.backend, Backend::Local { .. });
+        let mut live = self.live.lock();
+        let mut ctx = OpContext {
+            controller: &mut self.controller,
+            sessions: &mut live.sessions,
+            image: &self.image,
+            now_ms: now_ms(),
+            session_ms,
+            received_ms,
+            single_node,
+        };
+        f(&mut ctx)
     }
 
     /// Moves leadership back to preferred replicas when a broker's imbalance is too high.

@@ -25,7 +25,7 @@ pub fn propose(
         let mut pause = Duration::from_millis(100);
         loop {
             let answer = controller
-                .alter_partition(request.clone())
+                .run_within(request.clone(), Duration::from_secs(5))
                 .await
                 .map_err(|e| {
                     tracing::debug!(topic = %partition.topic, partition = partition.index, code = e.code, error = %e.message, "ISR change refused");

@@ -142,7 +142,10 @@ pub fn spawn_salted(broker: Arc<Broker>, credentials: Vec<ScramUpsertion>) {
             }
             match broker
                 .controller
-                .alter_user_scram_credentials(Vec::new(), missing)
+                .run(runnel_metadata::controller::AlterUserScramCredentials {
+                    deletions: Vec::new(),
+                    upsertions: missing,
+                })
                 .await
             {
                 Ok(results) => {

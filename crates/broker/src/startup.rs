@@ -204,12 +204,14 @@ async fn register_in_cluster(
     let mut warned = false;
     loop {
         let attempt = client
-            .register_broker(
-                config.node_id,
-                incarnation,
-                host.to_string(),
-                port,
-                config.rack(),
+            .run_within(
+                runnel_metadata::controller::RegisterBroker {
+                    broker_id: config.node_id,
+                    incarnation_id: incarnation,
+                    host: host.to_string(),
+                    port,
+                    rack: config.rack(),
+                },
                 Duration::from_secs(120),
             )
             .await;
@@ -252,7 +254,12 @@ async fn heartbeat_loop(
     loop {
         tick.tick().await;
         let offset = image.borrow().offset;
-        match client.heartbeat(node_id, broker_epoch, offset, every).await {
+        let heartbeat = runnel_metadata::controller::BrokerHeartbeat {
+            broker_id: node_id,
+            broker_epoch,
+            metadata_offset: offset,
+        };
+        match client.run_within(heartbeat, every).await {
             Ok(_) => {}
             // 102: the controller no longer knows us. 77 (STALE_BROKER_EPOCH): it holds a later
             // registration of this node id than the epoch we kept, which may be our own
@@ -263,7 +270,16 @@ async fn heartbeat_loop(
             Err(e) if e.code == 102 || e.code == 77 => {
                 let (host, port, rack) = endpoint.clone();
                 match client
-                    .register_broker(node_id, incarnation, host, port, rack, every)
+                    .run_within(
+                        runnel_metadata::controller::RegisterBroker {
+                            broker_id: node_id,
+                            incarnation_id: incarnation,
+                            host,
+                            port,
+                            rack,
+                        },
+                        every,
+                    )
                     .await
                 {
                     Ok(epoch) => broker_epoch = epoch,
@@ -412,12 +428,14 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 ControllerShell::new(controller_config, backend, image, session_timeout).spawn();
             let client = ControllerClient::local(handle);
             client
-                .register_broker(
-                    config.node_id,
-                    Uuid::new_v4(),
-                    host.clone(),
-                    port,
-                    config.rack(),
+                .run_within(
+                    runnel_metadata::controller::RegisterBroker {
+                        broker_id: config.node_id,
+                        incarnation_id: Uuid::new_v4(),
+                        host: host.clone(),
+                        port,
+                        rack: config.rack(),
+                    },
                     Duration::from_secs(30),
                 )
                 .await
@@ -740,7 +758,10 @@ impl RunningBroker {
         match self
             .broker
             .controller
-            .controlled_shutdown(node_id, Duration::from_secs(10))
+            .run_within(
+                runnel_metadata::controller::ControlledShutdown { broker_id: node_id },
+                Duration::from_secs(10),
+            )
             .await
         {
             Ok(remaining) => {
@@ -782,7 +803,12 @@ impl RunningBroker {
         if let Err(e) = self
             .broker
             .controller
-            .shutdown_complete(self.node_id, Duration::from_secs(3))
+            .run_within(
+                runnel_metadata::controller::ShutdownComplete {
+                    broker_id: self.node_id,
+                },
+                Duration::from_secs(3),
+            )
             .await
         {
             tracing::debug!(error = %e.message, "could not end the session; it will expire");

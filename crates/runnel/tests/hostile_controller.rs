@@ -59,9 +59,11 @@ fn raw_frame(addr: &str, body: &Value) -> Option<Value> {
     serde_json::from_slice(&buf).ok()
 }
 
-/// An `App` controller request to the active controller (NOT_CONTROLLER answers are retried
-/// at the next voter); the controller's answer.
-fn controller_call(cluster: &Cluster, request: Value) -> Value {
+/// An `App` controller operation (`{"op": name, "request": ...}`) to the active controller
+/// (NOT_CONTROLLER answers are retried at the next voter); the controller's answer
+/// (`{"Ok": response}` or `{"Err": error}`).
+fn controller_call(cluster: &Cluster, op: &str, request: Value) -> Value {
+    let request = json!({ "op": op, "request": request });
     let deadline = Instant::now() + DEADLINE;
     let id = cluster_id(cluster);
     loop {
@@ -74,7 +76,7 @@ fn controller_call(cluster: &Cluster, request: Value) -> Value {
                 continue;
             };
             let app = answer.get("App").cloned().unwrap_or(Value::Null);
-            if app["Error"]["code"] != json!(41) {
+            if app["Err"]["code"] != json!(41) {
                 return app;
             }
         }
@@ -257,28 +259,31 @@ fn hostile_controller_requests_after_a_failover_are_refused() {
     // A raw RegisterBroker for live broker 7 with another incarnation: 101, endpoint kept.
     let hijack = controller_call(
         &cluster,
-        json!({"RegisterBroker": {
+        "RegisterBroker",
+        json!({
             "broker_id": 7,
             "incarnation_id": "00000000-0000-0000-0000-00000000beef",
             "host": "127.0.0.1",
             "port": 1,
             "rack": null
-        }}),
+        }),
     );
-    assert_eq!(hijack["Error"]["code"], json!(101), "{hijack}");
+    assert_eq!(hijack["Err"]["code"], json!(101), "{hijack}");
     assert_eq!(broker_port(&addr, 7), Some(port_of_7));
 
     // AllocateProducerIds with a huge count is refused; InitProducerId keeps working.
     let huge = controller_call(
         &cluster,
-        json!({"AllocateProducerIds": {"broker_id": survivor, "count": 1i64 << 62}}),
+        "AllocateProducerIds",
+        json!({"broker_id": survivor, "count": 1i64 << 62}),
     );
-    assert_eq!(huge["Error"]["code"], json!(42), "{huge}");
+    assert_eq!(huge["Err"]["code"], json!(42), "{huge}");
     let negative = controller_call(
         &cluster,
-        json!({"Heartbeat": {"broker_id": -4, "broker_epoch": 1, "metadata_offset": 0}}),
+        "BrokerHeartbeat",
+        json!({"broker_id": -4, "broker_epoch": 1, "metadata_offset": 0}),
     );
-    assert_eq!(negative["Error"]["code"], json!(42), "{negative}");
+    assert_eq!(negative["Err"]["code"], json!(42), "{negative}");
     let (code, pid) = init_producer_id(&addr).expect("InitProducerId answered");
     assert_eq!(code, 0);
     assert!((0..1_000_000).contains(&pid), "producer id {pid}");

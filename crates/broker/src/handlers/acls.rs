@@ -65,7 +65,11 @@ pub async fn create(
         })
         .collect();
     let count = acls.len();
-    let results = match broker.controller.create_acls(acls).await {
+    let results = match broker
+        .controller
+        .run(runnel_metadata::controller::CreateAcls { acls })
+        .await
+    {
         Ok(results) => results.iter().map(|r| answer(r.as_ref().err())).collect(),
         Err(e) => (0..count).map(|_| answer(Some(&e))).collect(),
     };
@@ -152,7 +156,11 @@ pub async fn delete(
         })
         .collect();
     let count = filters.len();
-    let results = match broker.controller.delete_acls(filters).await {
+    let results = match broker
+        .controller
+        .run(runnel_metadata::controller::DeleteAcls { filters })
+        .await
+    {
         Ok(results) => results
             .into_iter()
             .map(|r| match r {

@@ -145,7 +145,10 @@ pub async fn alter(
     let count = alterations.len();
     let results = match broker
         .controller
-        .alter_client_quotas(alterations, request.validate_only)
+        .run(runnel_metadata::quota::AlterClientQuotas {
+            alterations,
+            validate_only: request.validate_only,
+        })
         .await
     {
         Ok(results) if results.len() == count => results,

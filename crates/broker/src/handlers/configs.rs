@@ -353,7 +353,12 @@ async fn alter_resource(
     };
     match broker
         .controller
-        .alter_configs(resource, ops, incremental, validate_only)
+        .run(runnel_metadata::controller::AlterConfigs {
+            resource,
+            ops,
+            incremental,
+            validate_only,
+        })
         .await
     {
         Ok(()) => (code::NONE, None),

@@ -33,7 +33,10 @@ pub async fn handle(
     });
     let results = match broker
         .controller
-        .elect_leaders(election, partitions.clone())
+        .run(runnel_metadata::controller::ElectLeaders {
+            election,
+            partitions: partitions.clone(),
+        })
         .await
     {
         Ok(results) => results,

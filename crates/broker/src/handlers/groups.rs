@@ -108,7 +108,14 @@ async fn ensure_internal_topic(broker: &Arc<Broker>, topic: InternalTopic) {
         assignment: Vec::new(),
         configs: topic.configs,
     };
-    match broker.controller.create_topics(vec![request], false).await {
+    match broker
+        .controller
+        .run(runnel_metadata::controller::CreateTopics {
+            requests: vec![request],
+            validate_only: false,
+        })
+        .await
+    {
         Ok(outcomes) => {
             for o in outcomes {
                 if let Err(e) = o.result {

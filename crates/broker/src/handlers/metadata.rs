@@ -149,7 +149,14 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
     if missing.is_empty() {
         return;
     }
-    match broker.controller.create_topics(missing, false).await {
+    match broker
+        .controller
+        .run(runnel_metadata::controller::CreateTopics {
+            requests: missing,
+            validate_only: false,
+        })
+        .await
+    {
         Ok(outcomes) => {
             for o in outcomes {
                 match o.result {

@@ -44,7 +44,10 @@ pub async fn alter(
         .with_allow_replication_factor_change(version >= 1 && allow_rf_change);
     let results = match broker
         .controller
-        .alter_reassignments(requests, allow_rf_change)
+        .run(runnel_metadata::controller::AlterReassignments {
+            requests,
+            allow_replication_factor_change: allow_rf_change,
+        })
         .await
     {
         Ok(results) => results,

@@ -17,7 +17,11 @@ pub async fn handle(broker: &Arc<Broker>, body: &[u8]) -> Value {
         Some("tree") => tree(broker),
         Some("events") => {
             let since = request.get("since").and_then(Value::as_u64).unwrap_or(0);
-            match broker.controller.events(since).await {
+            match broker
+                .controller
+                .run(runnel_metadata::controller::Events { since })
+                .await
+            {
                 Ok((events, next)) => json!({
                     "events": events.into_iter().map(|(seq, e)| json!({
                         "seq": seq,

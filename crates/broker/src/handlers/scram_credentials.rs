@@ -124,7 +124,10 @@ pub async fn alter(
         .collect();
     let results = match broker
         .controller
-        .alter_user_scram_credentials(deletions, upsertions)
+        .run(runnel_metadata::controller::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        })
         .await
     {
         Ok(results) => results

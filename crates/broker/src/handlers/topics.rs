@@ -98,7 +98,10 @@ async fn create_allowed(
         .collect();
     let outcomes = match broker
         .controller
-        .create_topics(requests, request.validate_only)
+        .run(runnel_metadata::controller::CreateTopics {
+            requests,
+            validate_only: request.validate_only,
+        })
         .await
     {
         Ok(outcomes) => outcomes,
@@ -251,7 +254,14 @@ async fn delete_allowed(
             None => refs.push(TopicRef::Id(t.topic_id)),
         }
     }
-    let results = match broker.controller.delete_topics(refs.clone(), version).await {
+    let results = match broker
+        .controller
+        .run(runnel_metadata::controller::DeleteTopics {
+            topics: refs.clone(),
+            api_version: version,
+        })
+        .await
+    {
         Ok(results) => results,
         Err(e) => refs
             .into_iter()
@@ -342,7 +352,10 @@ async fn create_partitions_allowed(
         .collect();
     let results = match broker
         .controller
-        .create_partitions(requests, request.validate_only)
+        .run(runnel_metadata::controller::CreatePartitions {
+            requests,
+            validate_only: request.validate_only,
+        })
         .await
     {
         Ok(results) => results,

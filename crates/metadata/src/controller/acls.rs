@@ -153,3 +153,41 @@ mod tests {
         assert!(image.acls.is_empty());
     }
 }
+
+/// The CreateAcls operation: per ACL, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CreateAcls {
+    pub acls: Vec<AclBinding>,
+}
+
+impl super::ControllerOp for CreateAcls {
+    const NAME: &'static str = "CreateAcls";
+    type Response = Vec<Result<(), ApiError>>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) = ctx.controller.create_acls(ctx.image, &self.acls);
+        Ok(super::ControllerResult::new(records, results))
+    }
+}
+
+/// The DeleteAcls operation: per filter, the ACLs it removed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeleteAcls {
+    pub filters: Vec<AclBindingFilter>,
+}
+
+impl super::ControllerOp for DeleteAcls {
+    const NAME: &'static str = "DeleteAcls";
+    type Response = Vec<Result<Vec<AclBinding>, ApiError>>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) = ctx.controller.delete_acls(ctx.image, &self.filters);
+        Ok(super::ControllerResult::new(records, results))
+    }
+}

@@ -239,3 +239,31 @@ fn validate_key(resource: &ConfigResource, key: &str, value: &str) -> Result<(),
         }
     }
 }
+
+/// The AlterConfigs / IncrementalAlterConfigs operation on one resource.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AlterConfigs {
+    pub resource: ConfigResource,
+    pub ops: Vec<(String, AlterConfigOp, Option<String>)>,
+    pub incremental: bool,
+    pub validate_only: bool,
+}
+
+impl super::ControllerOp for AlterConfigs {
+    const NAME: &'static str = "AlterConfigs";
+    type Response = ();
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<()>, ApiError> {
+        let (result, records) = ctx.controller.alter_configs(
+            ctx.image,
+            &self.resource,
+            &self.ops,
+            self.incremental,
+            self.validate_only,
+        );
+        result.map(|()| super::ControllerResult::new(records, ()))
+    }
+}

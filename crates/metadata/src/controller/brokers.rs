@@ -141,3 +141,145 @@ impl Controller {
         )
     }
 }
+
+/// The BrokerRegistration operation; the answer is the registration's broker epoch.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RegisterBroker {
+    pub broker_id: i32,
+    pub incarnation_id: Uuid,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+impl super::ControllerOp for RegisterBroker {
+    const NAME: &'static str = "RegisterBroker";
+    type Response = i64;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        super::op::check_broker_id("broker_id", self.broker_id)?;
+        super::op::check_name("host", &self.host)?;
+        if self.port == 0 {
+            return Err(super::op::bad_field("port", "must be in 1..=65535"));
+        }
+        if let Some(rack) = &self.rack {
+            super::op::check_name("rack", rack)?;
+        }
+        Ok(())
+    }
+
+    /// The duplicate guard first (a session rule), then the fenced registration.
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<i64>, ApiError> {
+        ctx.sessions.check_registration(
+            ctx.image,
+            self.broker_id,
+            self.incarnation_id,
+            ctx.session_ms,
+        )?;
+        let records = ctx.controller.register_broker(
+            ctx.image,
+            self.broker_id,
+            self.incarnation_id,
+            self.host.clone(),
+            self.port,
+            self.rack.clone(),
+        )?;
+        let broker_epoch = match records.first() {
+            Some(MetadataRecord::RegisterBroker { broker_epoch, .. }) => *broker_epoch,
+            _ => -1,
+        };
+        Ok(super::ControllerResult::new(records, broker_epoch))
+    }
+
+    /// The new registration's session starts once it is committed; a single node is caught up
+    /// by construction (it is its own metadata log), so it is unfenced at once.
+    fn committed(&self, ctx: &mut super::OpContext<'_>, broker_epoch: &i64) -> Vec<MetadataRecord> {
+        ctx.sessions.registered(
+            self.broker_id,
+            self.incarnation_id,
+            *broker_epoch,
+            ctx.image.offset,
+            ctx.session_ms,
+        );
+        if ctx.single_node {
+            ctx.controller.unfence_broker(ctx.image, self.broker_id)
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// One block of [`PRODUCER_ID_BLOCK_SIZE`] producer ids; `count` must be that size (Kafka's
+/// request has no count at all). The answer is the block's first id (-1: the id space is
+/// exhausted).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AllocateProducerIds {
+    pub broker_id: i32,
+    pub count: i64,
+}
+
+impl super::ControllerOp for AllocateProducerIds {
+    const NAME: &'static str = "AllocateProducerIds";
+    type Response = i64;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        super::op::check_broker_id("broker_id", self.broker_id)?;
+        if self.count != PRODUCER_ID_BLOCK_SIZE {
+            return Err(super::op::bad_field(
+                "count",
+                format!(
+                    "{}: producer ids come in blocks of {PRODUCER_ID_BLOCK_SIZE}",
+                    self.count
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<i64>, ApiError> {
+        let (first, records) = ctx
+            .controller
+            .allocate_producer_ids(ctx.image, self.broker_id);
+        Ok(super::ControllerResult::new(records, first))
+    }
+}
+
+/// The broker finished its controlled shutdown and stopped heartbeating: it is fenced and its
+/// session ends now, so its next process registers without waiting for the session timeout
+/// (KRaft fences a broker whose controlled shutdown completed).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShutdownComplete {
+    pub broker_id: i32,
+}
+
+impl super::ControllerOp for ShutdownComplete {
+    const NAME: &'static str = "ShutdownComplete";
+    type Response = ();
+
+    fn validate(&self) -> Result<(), ApiError> {
+        super::op::check_broker_id("broker_id", self.broker_id)
+    }
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<()>, ApiError> {
+        let records = ctx.controller.shutdown_complete(ctx.image, self.broker_id);
+        Ok(super::ControllerResult::new(records, ()))
+    }
+
+    fn committed(&self, ctx: &mut super::OpContext<'_>, _: &()) -> Vec<MetadataRecord> {
+        ctx.sessions.remove(self.broker_id);
+        tracing::info!(
+            broker_id = self.broker_id,
+            "controlled shutdown complete: broker fenced"
+        );
+        Vec::new()
+    }
+}

@@ -62,3 +62,29 @@ impl Controller {
         (records, remaining)
     }
 }
+
+/// The ControlledShutdown operation; the answer is how many leaderships stay with the broker
+/// (no in-sync replica to take them).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ControlledShutdown {
+    pub broker_id: i32,
+}
+
+impl super::ControllerOp for ControlledShutdown {
+    const NAME: &'static str = "ControlledShutdown";
+    type Response = usize;
+
+    fn validate(&self) -> Result<(), crate::ApiError> {
+        super::op::check_broker_id("broker_id", self.broker_id)
+    }
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<usize>, crate::ApiError> {
+        let (records, remaining) = ctx
+            .controller
+            .controlled_shutdown(ctx.image, self.broker_id);
+        Ok(super::ControllerResult::new(records, remaining))
+    }
+}

@@ -164,3 +164,29 @@ impl Controller {
         Ok((topic, added))
     }
 }
+
+/// The CreatePartitions operation.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CreatePartitions {
+    pub requests: Vec<CreatePartitionsRequest>,
+    pub validate_only: bool,
+}
+
+impl super::ControllerOp for CreatePartitions {
+    const NAME: &'static str = "CreatePartitions";
+    type Response = Vec<CreatePartitionsResult>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) =
+            ctx.controller
+                .create_partitions(ctx.image, &self.requests, self.validate_only);
+        Ok(super::ControllerResult::new(records, results))
+    }
+
+    fn absorb(response: Self::Response, error: ApiError) -> Result<Self::Response, ApiError> {
+        Ok(super::absorb_each(response, &error, |r| &mut r.1))
+    }
+}

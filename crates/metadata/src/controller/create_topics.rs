@@ -342,3 +342,29 @@ pub(super) fn new_partition(
         removing_replicas: Vec::new(),
     }
 }
+
+/// The CreateTopics operation (also the auto-creation of topics and internal topics).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CreateTopics {
+    pub requests: Vec<CreateTopicRequest>,
+    pub validate_only: bool,
+}
+
+impl super::ControllerOp for CreateTopics {
+    const NAME: &'static str = "CreateTopics";
+    type Response = Vec<CreateTopicOutcome>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (outcomes, records) =
+            ctx.controller
+                .create_topics(ctx.image, &self.requests, self.validate_only);
+        Ok(super::ControllerResult::new(records, outcomes))
+    }
+
+    fn absorb(response: Self::Response, error: ApiError) -> Result<Self::Response, ApiError> {
+        Ok(super::absorb_each(response, &error, |o| &mut o.result))
+    }
+}

@@ -83,3 +83,36 @@ impl Controller {
         (results, records)
     }
 }
+
+/// The DeleteTopics operation; `api_version` picks the disabled-deletion error (73 for v3+).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeleteTopics {
+    pub topics: Vec<TopicRef>,
+    pub api_version: i16,
+}
+
+impl super::ControllerOp for DeleteTopics {
+    const NAME: &'static str = "DeleteTopics";
+    type Response = Vec<DeleteTopicResult>;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        if self.api_version < 0 {
+            return Err(super::op::bad_field("api_version", "negative"));
+        }
+        Ok(())
+    }
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) =
+            ctx.controller
+                .delete_topics(ctx.image, &self.topics, self.api_version);
+        Ok(super::ControllerResult::new(records, results))
+    }
+
+    fn absorb(response: Self::Response, error: ApiError) -> Result<Self::Response, ApiError> {
+        Ok(super::absorb_each(response, &error, |r| &mut r.2))
+    }
+}

@@ -143,3 +143,44 @@ impl Controller {
         (results, records)
     }
 }
+
+/// The ElectLeaders operation; `partitions: None` = every partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElectLeaders {
+    pub election: ElectionType,
+    pub partitions: Option<Vec<(String, i32)>>,
+}
+
+impl super::ControllerOp for ElectLeaders {
+    const NAME: &'static str = "ElectLeaders";
+    type Response = Vec<ElectionResult>;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        if let Some(list) = &self.partitions {
+            if list.iter().any(|(_, p)| *p < 0) {
+                return Err(super::op::bad_field(
+                    "partitions",
+                    "negative partition index",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) = ctx.controller.elect_leaders(
+            ctx.image,
+            self.election,
+            self.partitions.as_deref(),
+            ctx.now_ms,
+        );
+        Ok(super::ControllerResult::new(records, results))
+    }
+
+    fn absorb(response: Self::Response, error: ApiError) -> Result<Self::Response, ApiError> {
+        Ok(super::absorb_each(response, &error, |r| &mut r.2))
+    }
+}

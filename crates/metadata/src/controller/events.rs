@@ -82,3 +82,23 @@ impl EventLog {
         (events, self.pushed)
     }
 }
+
+/// The state-change events numbered from `since` on, with the next number (read only).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Events {
+    pub since: u64,
+}
+
+impl super::ControllerOp for Events {
+    const NAME: &'static str = "Events";
+    type Response = (Vec<(u64, StateChangeEvent)>, u64);
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, crate::ApiError> {
+        Ok(super::ControllerResult::answer(
+            ctx.controller.events_since(self.since),
+        ))
+    }
+}

@@ -19,6 +19,7 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod events;
+pub mod op;
 mod reassign;
 mod rebalance;
 mod scram;
@@ -36,16 +37,27 @@ use crate::state_machine::{PartitionState, ReplicaState, StateChangeEvent};
 use crate::topic_config::{BrokerDefaults, ConfigEntry};
 use crate::ApiError;
 
-pub use alter_configs::AlterConfigOp;
+pub use acls::{CreateAcls, DeleteAcls};
+pub use alter_configs::{AlterConfigOp, AlterConfigs};
+pub use alter_partition::AlterPartition;
 pub use brokers::PRODUCER_ID_BLOCK_SIZE;
-pub use create_partitions::{CreatePartitionsRequest, CreatePartitionsResult};
-pub use create_topics::{CreateTopicOutcome, CreateTopicRequest, CreatedTopic};
-pub use delete_topics::{DeleteTopicResult, TopicRef};
-pub use elect_leaders::{ElectionResult, ElectionType};
+pub use brokers::{AllocateProducerIds, RegisterBroker, ShutdownComplete};
+pub use controlled_shutdown::ControlledShutdown;
+pub use create_partitions::{CreatePartitions, CreatePartitionsRequest, CreatePartitionsResult};
+pub use create_topics::{CreateTopicOutcome, CreateTopicRequest, CreateTopics, CreatedTopic};
+pub use delete_topics::{DeleteTopicResult, DeleteTopics, TopicRef};
+pub use elect_leaders::{ElectLeaders, ElectionResult, ElectionType};
 use events::EventLog;
-pub use reassign::{ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS};
-pub use scram::{alter_user_scram_credentials, ScramAlterResult, ScramDeletion, ScramUpsertion};
-pub use sessions::{BrokerSessions, HeartbeatOutcome};
+pub use events::Events;
+pub use op::{absorb_each, ControllerOp, ControllerResult, EarlyAnswer, OpContext};
+pub use reassign::{
+    AlterReassignments, ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS,
+};
+pub use scram::{
+    alter_user_scram_credentials, AlterUserScramCredentials, ScramAlterResult, ScramDeletion,
+    ScramUpsertion,
+};
+pub use sessions::{BrokerHeartbeat, BrokerSessions, HeartbeatOutcome};
 
 /// Most partitions one CreateTopics or CreatePartitions request may create in total (Kafka's
 /// `ReplicationControlManager.MAX_PARTITIONS_PER_BATCH`): more is POLICY_VIOLATION (44)

@@ -273,3 +273,32 @@ pub(super) fn completion(
     };
     try_complete(p.leader, current, active).map(|c| c.into_record(topic_id, p.partition))
 }
+
+/// The AlterPartitionReassignments operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterReassignments {
+    pub requests: Vec<ReassignmentRequest>,
+    pub allow_replication_factor_change: bool,
+}
+
+impl super::ControllerOp for AlterReassignments {
+    const NAME: &'static str = "AlterPartitionReassignments";
+    type Response = Vec<ReassignmentResult>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) = ctx.controller.alter_partition_reassignments(
+            ctx.image,
+            &self.requests,
+            self.allow_replication_factor_change,
+            ctx.now_ms,
+        );
+        Ok(super::ControllerResult::new(records, results))
+    }
+
+    fn absorb(response: Self::Response, error: ApiError) -> Result<Self::Response, ApiError> {
+        Ok(super::absorb_each(response, &error, |r| &mut r.2))
+    }
+}

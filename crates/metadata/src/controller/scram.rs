@@ -239,3 +239,25 @@ mod tests {
         assert!(image.scram_credentials.is_empty());
     }
 }
+
+/// The AlterUserScramCredentials operation (KIP-554: credentials arrive salted and hashed,
+/// never a password).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlterUserScramCredentials {
+    pub deletions: Vec<ScramDeletion>,
+    pub upsertions: Vec<ScramUpsertion>,
+}
+
+impl super::ControllerOp for AlterUserScramCredentials {
+    const NAME: &'static str = "AlterUserScramCredentials";
+    type Response = Vec<ScramAlterResult>;
+
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) =
+            alter_user_scram_credentials(ctx.image, &self.deletions, &self.upsertions);
+        Ok(super::ControllerResult::new(records, results))
+    }
+}

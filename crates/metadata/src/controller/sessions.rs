@@ -195,6 +195,79 @@ impl BrokerSessions {
     }
 }
 
+/// The BrokerHeartbeat operation; the answer is whether the broker is still fenced. It is
+/// answered from the sessions at once ([`super::ControllerOp::answer_early`]) while the
+/// controller is active; only the unfencing it leads to is queued (nobody waits for it: the
+/// next heartbeat sees it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BrokerHeartbeat {
+    pub broker_id: i32,
+    /// The epoch of the registration this process holds: another one is STALE_BROKER_EPOCH,
+    /// so an old process never keeps a new one's session alive.
+    pub broker_epoch: i64,
+    pub metadata_offset: i64,
+}
+
+impl super::ControllerOp for BrokerHeartbeat {
+    const NAME: &'static str = "BrokerHeartbeat";
+    type Response = bool;
+
+    fn validate(&self) -> Result<(), ApiError> {
+        super::op::check_broker_id("broker_id", self.broker_id)?;
+        if self.broker_epoch < 0 {
+            return Err(super::op::bad_field("broker_epoch", "negative"));
+        }
+        if self.metadata_offset < -1 {
+            return Err(super::op::bad_field("metadata_offset", "below -1"));
+        }
+        Ok(())
+    }
+
+    /// The session rule with the time the heartbeat was received, then the unfencing of a
+    /// broker that caught up with the metadata log up to its registration (spec I.3).
+    fn decide(
+        &self,
+        ctx: &mut super::OpContext<'_>,
+    ) -> Result<super::ControllerResult<bool>, ApiError> {
+        let outcome = ctx.sessions.heartbeat(
+            ctx.image,
+            self.broker_id,
+            self.broker_epoch,
+            self.metadata_offset,
+            ctx.received_ms,
+        )?;
+        if outcome.unfence {
+            let records =
+                ctx.controller
+                    .unfence_registration(ctx.image, self.broker_id, self.broker_epoch);
+            return Ok(super::ControllerResult::new(records, false));
+        }
+        Ok(super::ControllerResult::answer(outcome.fenced))
+    }
+
+    fn answer_early(
+        &self,
+        sessions: &mut BrokerSessions,
+        image: &MetadataImage,
+        received_ms: i64,
+    ) -> Option<Result<super::EarlyAnswer<bool>, ApiError>> {
+        Some(
+            sessions
+                .heartbeat(
+                    image,
+                    self.broker_id,
+                    self.broker_epoch,
+                    self.metadata_offset,
+                    received_ms,
+                )
+                .map(|o| super::EarlyAnswer {
+                    response: o.fenced,
+                    then_queue: o.unfence,
+                }),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -282,6 +282,32 @@ pub fn alter_client_quotas(
     (results, records)
 }
 
+/// The AlterClientQuotas operation (KIP-546): the controller validates and decides each
+/// entry and commits the records of every entry that passed as one atomic batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlterClientQuotas {
+    pub alterations: Vec<QuotaAlteration>,
+    pub validate_only: bool,
+}
+
+impl crate::controller::ControllerOp for AlterClientQuotas {
+    const NAME: &'static str = "AlterClientQuotas";
+    type Response = Vec<QuotaAlterResult>;
+
+    fn decide(
+        &self,
+        ctx: &mut crate::controller::OpContext<'_>,
+    ) -> Result<crate::controller::ControllerResult<Self::Response>, ApiError> {
+        let (results, records) = alter_client_quotas(&ctx.image.client_quotas, &self.alterations);
+        let records = if self.validate_only {
+            Vec::new()
+        } else {
+            records
+        };
+        Ok(crate::controller::ControllerResult::new(records, results))
+    }
+}
+
 fn decide_one(
     quotas: &ClientQuotas,
     alteration: &QuotaAlteration,

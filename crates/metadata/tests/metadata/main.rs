@@ -8,6 +8,7 @@ mod controller;
 mod group_configs;
 mod image;
 mod liveness;
+mod ops;
 mod placement;
 mod reassign;
 mod state_machine;
