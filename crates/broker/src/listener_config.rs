@@ -48,13 +48,18 @@ impl BrokerConfig {
         Box::new(move |key: &str| config.listener_prop(&listener, key))
     }
 
-    pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
-        let map_text = self
+    /// `listener.security.protocol.map`, Kafka's default when unset.
+    fn protocol_map(&self) -> Result<BTreeMap<String, SecurityProtocol>, BrokerError> {
+        let text = self
             .props
             .get("listener.security.protocol.map")
             .map(String::as_str)
             .unwrap_or(DEFAULT_PROTOCOL_MAP);
-        let map = listeners::parse_protocol_map(map_text).map_err(config_error)?;
+        listeners::parse_protocol_map(text).map_err(config_error)
+    }
+
+    pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
+        let map = self.protocol_map()?;
         let listeners = match self.props.get("listeners") {
             Some(text) => {
                 listeners::parse_listeners("listeners", text, &map).map_err(config_error)?
@@ -188,12 +193,7 @@ impl BrokerConfig {
         let Some(name) = names.split(',').map(str::trim).find(|n| !n.is_empty()) else {
             return Err(config_error("controller.listener.names is empty".into()));
         };
-        let map_text = self
-            .props
-            .get("listener.security.protocol.map")
-            .map(String::as_str)
-            .unwrap_or(DEFAULT_PROTOCOL_MAP);
-        let map = listeners::parse_protocol_map(map_text).map_err(config_error)?;
+        let map = self.protocol_map()?;
         let protocol = *map.get(&name.to_ascii_uppercase()).ok_or_else(|| {
             config_error(format!(
                 "controller.listener.names names {name}, which listener.security.protocol.map does not map to a security protocol"

@@ -352,8 +352,15 @@ impl ProducerStateTable {
     }
 }
 
-/// The sequence `span` before `last` (sequences wrap at i32::MAX).
-fn seq_before(last: i32, span: i32) -> i32 {
+/// The sequence `span` after `first` (Kafka's `DefaultRecordBatch.incrementSequence`:
+/// sequences wrap past i32::MAX to 0).
+pub fn seq_after(first: i32, span: i64) -> i32 {
+    let next = (i64::from(first).saturating_add(span)).rem_euclid(i64::from(i32::MAX) + 1);
+    i32::try_from(next).unwrap_or(0)
+}
+
+/// The sequence `span` before `last` (Kafka's `decrementSequence`: wraps below 0 to i32::MAX).
+pub fn seq_before(last: i32, span: i32) -> i32 {
     let first = (i64::from(last) - i64::from(span)).rem_euclid(i64::from(i32::MAX) + 1);
     i32::try_from(first).unwrap_or(0)
 }

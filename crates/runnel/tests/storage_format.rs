@@ -275,7 +275,7 @@ fn format_twice_needs_ignore_formatted_and_node_ids_must_match() {
 }
 
 #[test]
-fn formatted_scram_users_can_authenticate() {
+fn formatted_scram_users_reach_the_metadata_salted() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     let o = format(

@@ -221,36 +221,29 @@ impl Admin {
         &self,
         producer_ids: &[i64],
     ) -> Result<Vec<TransactionListing>> {
-        let meta = self.client.refresh_metadata(Some(&[])).await?;
-        let mut out = Vec::new();
-        for broker in meta.brokers.keys() {
-            let listed = self
-                .client
-                .retry(
-                    &format!("ListTransactions from broker {broker}"),
-                    || async {
-                        let conn = self.client.broker_connection(*broker).await?;
-                        let req = ListTransactionsRequest::default().with_producer_id_filters(
-                            producer_ids.iter().map(|p| ProducerId(*p)).collect(),
-                        );
-                        let resp = conn.send(&req).await?;
-                        ClientError::check(resp.error_code, None)?;
-                        Ok(resp.transaction_states)
-                    },
-                )
-                .await?;
-            out.extend(listed.into_iter().map(|t| TransactionListing {
-                transactional_id: t.transactional_id.0.to_string(),
-                coordinator: *broker,
-                producer_id: t.producer_id.0,
-                state: t.transaction_state.to_string(),
-            }));
-        }
-        Ok(out)
+        let req = ListTransactionsRequest::default()
+            .with_producer_id_filters(producer_ids.iter().map(|p| ProducerId(*p)).collect());
+        self.list_transactions_of_every_broker(req).await
     }
 
     /// The transactions of every broker, optionally only those in `states`.
     pub async fn list_transactions(&self, states: &[String]) -> Result<Vec<TransactionListing>> {
+        let req = ListTransactionsRequest::default().with_state_filters(
+            states
+                .iter()
+                .map(|s| StrBytes::from_string(s.clone()))
+                .collect(),
+        );
+        let mut out = self.list_transactions_of_every_broker(req).await?;
+        out.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        Ok(out)
+    }
+
+    /// Sends `req` to every broker (each coordinates its own share of transactional ids).
+    async fn list_transactions_of_every_broker(
+        &self,
+        req: ListTransactionsRequest,
+    ) -> Result<Vec<TransactionListing>> {
         let meta = self.client.refresh_metadata(Some(&[])).await?;
         let mut out = Vec::new();
         for broker in meta.brokers.keys() {
@@ -260,12 +253,6 @@ impl Admin {
                     &format!("ListTransactions from broker {broker}"),
                     || async {
                         let conn = self.client.broker_connection(*broker).await?;
-                        let req = ListTransactionsRequest::default().with_state_filters(
-                            states
-                                .iter()
-                                .map(|s| StrBytes::from_string(s.clone()))
-                                .collect(),
-                        );
                         let resp = conn.send(&req).await?;
                         ClientError::check(resp.error_code, None)?;
                         Ok(resp.transaction_states)
@@ -279,7 +266,6 @@ impl Admin {
                 state: t.transaction_state.to_string(),
             }));
         }
-        out.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         Ok(out)
     }
 

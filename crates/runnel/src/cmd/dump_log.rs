@@ -15,6 +15,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use clap::Args;
+use runnel_broker::producer_state::{seq_after, seq_before};
 use runnel_log::batch::{self, BatchHeader, LOG_OVERHEAD, MIN_BATCH_LENGTH};
 
 #[derive(Debug, Clone, Args)]
@@ -141,12 +142,7 @@ fn last_sequence(h: &BatchHeader) -> i32 {
     if h.base_sequence < 0 {
         return -1;
     }
-    let next = i64::from(h.base_sequence) + i64::from(h.last_offset_delta);
-    if next > i64::from(i32::MAX) {
-        (next - i64::from(i32::MAX) - 1) as i32
-    } else {
-        next as i32
-    }
+    seq_after(h.base_sequence, i64::from(h.last_offset_delta))
 }
 
 /// A record's sequence (Kafka's `DefaultRecord.sequence`): -1 without sequences, else the
@@ -155,12 +151,10 @@ fn record_sequence(h: &BatchHeader, offset: i64) -> i64 {
     if h.base_sequence < 0 {
         return -1;
     }
-    let next = i64::from(h.base_sequence) + (offset - h.base_offset);
-    if next > i64::from(i32::MAX) {
-        next - i64::from(i32::MAX) - 1
-    } else {
-        next
-    }
+    i64::from(seq_after(
+        h.base_sequence,
+        offset.saturating_sub(h.base_offset),
+    ))
 }
 
 fn codec_name(codec: u8) -> &'static str {
@@ -325,12 +319,17 @@ fn dump_log(path: &Path, args: &DumpLogArgs, dump: &mut Dump) -> std::io::Result
             damaged = true;
             break;
         }
-        let total = LOG_OVERHEAD as u64 + length as u64;
+        // `length` is at least MIN_BATCH_LENGTH here, so not negative.
+        let total = LOG_OVERHEAD as u64 + u64::from(length.unsigned_abs());
         if total > left {
             // A torn tail (or --max-bytes cutting a batch): Kafka's iterator stops here.
             break;
         }
-        let mut batch = vec![0u8; total as usize];
+        // At most the file's length (`total <= left`), which was read into memory's range.
+        let Ok(size) = usize::try_from(total) else {
+            break;
+        };
+        let mut batch = vec![0u8; size];
         batch[..LOG_OVERHEAD].copy_from_slice(&head);
         reader.read_exact(&mut batch[LOG_OVERHEAD..])?;
         let header = match batch::frame(&batch) {
@@ -494,13 +493,7 @@ pub fn dump_snapshot(bytes: &[u8], dump: &mut Dump) {
                     let first = if e.last_sequence < 0 {
                         -1
                     } else {
-                        // Kafka's decrementSequence: wraps below 0 back to i32::MAX.
-                        let f = i64::from(e.last_sequence) - i64::from(e.offset_delta);
-                        if f < 0 {
-                            (f + i64::from(i32::MAX) + 1) as i32
-                        } else {
-                            f as i32
-                        }
+                        seq_before(e.last_sequence, e.offset_delta)
                     };
                     let _ = write!(
                         line,
