@@ -250,11 +250,8 @@ async fn connection(
         }
         // A failed TLS handshake is a failed authentication, as Kafka counts it.
         Closed::Tls(_) => AUTH_STATS.failed(&shared.listener.name, peer, None, &ended.to_string()),
-        // Counted, and logged once per address and principal (the name the client gave, never
-        // a secret) per interval.
-        Closed::Authentication { reason, user } => {
-            AUTH_STATS.failed(&shared.listener.name, peer, user.as_deref(), &reason)
-        }
+        // Counted and logged where it failed (`count_failed_authentication`).
+        Closed::Authentication { .. } => {}
         Closed::Expired => {
             AUTH_STATS.expired_killed();
             tracing::info!(%peer, listener = %shared.listener.name, "closing connection: {ended}")
@@ -322,7 +319,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
         let response = match pre {
             Some(session) => match pre_auth(session, &bytes, &server_nonce()) {
                 PreAuth::Dispatch => None,
-                PreAuth::Refuse(reason, user) => return Closed::Authentication { reason, user },
+                PreAuth::Refuse(reason, user) => {
+                    count_failed_authentication(shared, &identity, &reason, user.as_deref());
+                    return Closed::Authentication { reason, user };
+                }
                 PreAuth::Reply(reply, then) => Some((reply, then)),
             },
             None => None,
@@ -335,6 +335,14 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             },
         };
         drop(lease);
+        // A failed authentication is counted before its error goes out, so whoever sees the
+        // error also sees the count.
+        if let Then::Close { reason, user } = &then {
+            count_failed_authentication(shared, &identity, reason, user.as_deref());
+            if authenticated_before {
+                AUTH_STATS.reauth_failed();
+            }
+        }
         // Client quotas (KIP-219): hold the response of a client that does not throttle itself.
         if let Some(t) = throttle.filter(|t| !t.response_first) {
             tokio::time::sleep(t.time).await;
@@ -370,9 +378,6 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             }
             Then::Close { reason, user } => {
                 let _ = writer.flush().await;
-                if authenticated_before {
-                    AUTH_STATS.reauth_failed();
-                }
                 // Kafka delays the close (`connection.failed.authentication.delay.ms`): a client
                 // that reads the response and the close together (kafka-python) would
                 // otherwise see only a lost connection, not SASL_AUTHENTICATION_FAILED.
@@ -392,6 +397,18 @@ fn in_exchange(session: &sasl::SaslSession, frame: &[u8]) -> bool {
     } else {
         !session.is_authenticated()
     }
+}
+
+/// Counts and (once per address and principal per interval) logs a failed authentication at
+/// the moment it fails, as Kafka's `Selector` does before its delayed close. The name is the
+/// one the client gave, never a secret.
+fn count_failed_authentication(
+    shared: &Shared,
+    identity: &ConnectionIdentity,
+    reason: &str,
+    user: Option<&str>,
+) {
+    AUTH_STATS.failed(&shared.listener.name, identity.peer, user, reason);
 }
 
 /// The api key of a request frame (its first two bytes), if it has one.
