@@ -401,6 +401,12 @@ impl Partition {
             records
         };
         let mut log = self.log.lock();
+        // A failed log (or log directory) answers KAFKA_STORAGE_ERROR before any sequence is
+        // looked at, as Kafka's offline partition does: answering a gap left by a refused
+        // batch with OUT_OF_ORDER_SEQUENCE_NUMBER makes librdkafka bump its epoch and resend
+        // possibly written batches as new ones (known case 6, docs/faults.md).
+        log.check_writable()
+            .map_err(|e| (e.kafka_error_code(), e.to_string(), Vec::new()))?;
         let mut producers = self.producers.lock();
         // Idempotence: decide for every batch before writing any of them.
         let mut duplicate_of = None;

@@ -23,6 +23,8 @@ pub struct FlushTarget {
     pub(crate) files: Vec<Arc<File>>,
     pub(crate) up_to_offset: i64,
     pub(crate) failed: Arc<OnceLock<String>>,
+    /// The log directory's failure flag (see `PartitionLog::check_writable`).
+    pub(crate) dir_failed: Arc<OnceLock<String>>,
 }
 
 impl FlushTarget {
@@ -35,6 +37,7 @@ impl FlushTarget {
             }
             if let Err(e) = fault::check(Fault::Sync).and_then(|()| f.sync_data()) {
                 let _ = self.failed.set(format!("fsync failed: {e}"));
+                let _ = self.dir_failed.set(format!("an fsync failed: {e}"));
                 tracing::error!(error = %e, "fsync failed; the partition log is failed and never fsynced again");
                 return Err(e);
             }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
@@ -59,6 +59,9 @@ pub struct LogManager {
     logs: Mutex<BTreeMap<(String, i32), Entry>>,
     /// Serialises checkpoint writers (they share the `.tmp` names).
     checkpoint_lock: Mutex<()>,
+    /// The directory's failure flag, shared by every log in it: the first I/O error in the
+    /// directory takes all of its partitions out of service (Kafka's offline log dir).
+    dir_failed: Arc<OnceLock<String>>,
 }
 
 impl std::fmt::Debug for LogManager {
@@ -110,6 +113,7 @@ impl LogManager {
         // A lost cleaner checkpoint only means cleaning again from the start.
         let cleaned = read_checkpoint_lenient(&dir.join(CLEANER_CHECKPOINT));
         let mut logs = BTreeMap::new();
+        let dir_failed: Arc<OnceLock<String>> = Arc::default();
         for entry in fs::read_dir(&dir)? {
             let entry = entry?;
             if !entry.file_type()?.is_dir() {
@@ -140,6 +144,7 @@ impl LogManager {
                 clean_shutdown,
             };
             let mut log = PartitionLog::open(entry.path(), default_config.clone(), hint)?;
+            log.share_dir_failure(Arc::clone(&dir_failed));
             if let Some(&offset) = cleaned.get(&key) {
                 log.set_cleaner_checkpoint(offset);
             }
@@ -158,7 +163,13 @@ impl LogManager {
             default_config,
             logs: Mutex::new(logs),
             checkpoint_lock: Mutex::new(()),
+            dir_failed,
         })
+    }
+
+    /// Why the log directory failed (its first failed log, or fsync), if it did.
+    pub fn dir_failure(&self) -> Option<&str> {
+        self.dir_failed.get().map(String::as_str)
     }
 
     pub fn dir(&self) -> &Path {
@@ -215,7 +226,8 @@ impl LogManager {
             return Ok(Arc::clone(&entry.log));
         }
         let path = self.dir.join(partition_dir_name(topic, partition));
-        let log = PartitionLog::open(path.clone(), config, RecoveryHint::new_log())?;
+        let mut log = PartitionLog::open(path.clone(), config, RecoveryHint::new_log())?;
+        log.share_dir_failure(Arc::clone(&self.dir_failed));
         match partition_metadata::read(&path)? {
             Some(found) if found != topic_id => {
                 return Err(LogError::InconsistentTopicId {
@@ -422,11 +434,45 @@ mod tests {
         assert_eq!(failed, vec![true, false, false]);
         let rps: Vec<i64> = logs.iter().map(|l| l.lock().recovery_point()).collect();
         assert_eq!(rps, vec![0, 2, 2]);
+        // The directory is offline now: its healthy logs refuse new writes too.
+        assert!(m.dir_failure().is_some());
         for l in &logs[1..] {
-            append(&mut l.lock(), &batch(1, b'b')).unwrap();
+            let e = append(&mut l.lock(), &batch(1, b'b')).unwrap_err();
+            assert_eq!(e.kafka_error_code(), 56);
         }
-        m.flush_all().unwrap();
-        let rps: Vec<i64> = logs.iter().map(|l| l.lock().recovery_point()).collect();
-        assert_eq!(rps, vec![0, 3, 3]);
+    }
+
+    /// Known case 6 (docs/faults.md): one partition's failed write must take every partition
+    /// of the directory out of service, as Kafka's offline log dir does; before, the others
+    /// kept accepting (and acknowledging) writes until the broker had stopped.
+    #[test]
+    fn a_failed_write_takes_every_log_of_the_directory_out_of_service() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = LogManager::open(dir.path().to_path_buf(), LogConfig::default()).unwrap();
+        let a = m
+            .get_or_create("t", 0, uuid::Uuid::new_v4(), LogConfig::default())
+            .unwrap();
+        let b = m
+            .get_or_create("t", 1, uuid::Uuid::new_v4(), LogConfig::default())
+            .unwrap();
+        append(&mut b.lock(), &batch(1, b'a')).unwrap();
+        fault::arm(Fault::LogWrite);
+        assert!(append(&mut a.lock(), &batch(1, b'x')).is_err());
+        assert!(a.lock().failure().is_some());
+        assert!(b.lock().failure().is_none(), "b itself did not fail");
+        let e = b.lock().check_writable().unwrap_err();
+        assert_eq!(e.kafka_error_code(), 56);
+        assert!(e.to_string().contains("t-0"), "{e}");
+        assert_eq!(
+            append(&mut b.lock(), &batch(1, b'b'))
+                .unwrap_err()
+                .kafka_error_code(),
+            56
+        );
+        assert_eq!(
+            b.lock().log_end_offset(),
+            1,
+            "nothing appended after the failure"
+        );
     }
 }

@@ -29,6 +29,7 @@ impl PartitionLog {
             files,
             up_to_offset: leo,
             failed: Arc::clone(&self.failed),
+            dir_failed: Arc::clone(&self.dir_failed),
         }
     }
 

@@ -107,6 +107,10 @@ pub struct PartitionLog {
     /// Set once an fsync failed or a failed write could not be undone; shared with every
     /// [`crate::FlushTarget`] taken, so no file of this log is fsynced again (fsyncgate).
     failed: Arc<OnceLock<String>>,
+    /// Set once any log of the same log directory failed (shared by the [`crate::LogManager`]):
+    /// Kafka takes the whole directory offline on the first I/O error in it, so every partition
+    /// in it refuses at once instead of accepting writes until the broker has stopped.
+    dir_failed: Arc<OnceLock<String>>,
 }
 
 impl PartitionLog {
@@ -197,10 +201,28 @@ impl PartitionLog {
         &mut self.segments[n - 1]
     }
     fn ensure_not_failed(&self) -> Result<(), LogError> {
-        match self.failed.get() {
-            Some(why) => Err(LogError::Failed(why.clone())),
+        if let Some(why) = self.failed.get() {
+            return Err(LogError::Failed(why.clone()));
+        }
+        match self.dir_failed.get() {
+            Some(why) => Err(LogError::Failed(format!("the log directory failed: {why}"))),
             None => Ok(()),
         }
+    }
+
+    /// Whether an append may be tried: `Err` (KAFKA_STORAGE_ERROR, or `Closed`) once this log
+    /// or its log directory failed. The broker asks before its idempotence checks, so that a
+    /// producer's next batch after a refused one learns of the failed disk rather than of a
+    /// sequence gap (which makes librdkafka bump its epoch and resend possibly written
+    /// batches under new sequences: known case 6 of the fault campaign, docs/faults.md).
+    pub fn check_writable(&self) -> Result<(), LogError> {
+        self.ensure_open()
+    }
+
+    /// Joins the log directory's shared failure flag (the [`crate::LogManager`] calls it for
+    /// every log it opens).
+    pub(crate) fn share_dir_failure(&mut self, dir_failed: Arc<OnceLock<String>>) {
+        self.dir_failed = dir_failed;
     }
     fn ensure_open(&self) -> Result<(), LogError> {
         self.ensure_not_failed()?;
@@ -220,6 +242,13 @@ impl PartitionLog {
     /// Marks the log failed for good (the first reason is kept).
     pub(crate) fn fail(&self, why: String) {
         tracing::error!(dir = %self.dir.display(), %why, "partition log failed; it accepts no more operations");
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let _ = self
+            .dir_failed
+            .set(format!("{}: {why}", name.unwrap_or_default()));
         let _ = self.failed.set(why);
     }
     /// Kafka's `maybeHandleIOException` on the write paths (append, roll, truncation): an I/O

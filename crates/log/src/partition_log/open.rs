@@ -118,6 +118,7 @@ impl PartitionLog {
             first_unstable_offset: None,
             rolled_since_snapshot: false,
             failed: Default::default(),
+            dir_failed: Default::default(),
         };
         // Recovery may have cut markers the index still lists.
         log.truncate_txn_index()?;
