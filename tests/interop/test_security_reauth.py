@@ -138,6 +138,33 @@ def test_failures_counted_and_logged_once_per_address_and_principal(broker_facto
     assert _authenticate(s, b"alice", b"alice-secret")[0] == 0
 
 
+def _cli_counters(broker):
+    """`runnel metadata --security`: the counters as name=value lines."""
+    import subprocess
+
+    from harness import RUNNEL_BIN
+    out = subprocess.run([RUNNEL_BIN, "metadata", "--bootstrap-server", broker.bootstrap,
+                          "--security"], check=True, capture_output=True, text=True, timeout=60)
+    return {k: int(v) for k, v in (line.split("=", 1) for line in out.stdout.splitlines())}
+
+
+def test_runnel_metadata_security_prints_the_counters(broker_factory, certs):
+    b = _broker(broker_factory)
+    before = _cli_counters(b)
+    assert before == _stats(b)
+    assert set(before) == {"failed-authentication-total", "successful-authentication-total",
+                           "failed-reauthentication-total", "successful-reauthentication-total",
+                           "expired-connections-killed-count"}
+    s = _sasl(b)
+    assert _authenticate(s, b"alice", b"wrong-password")[0] == 58
+    s = _sasl(b)
+    assert _authenticate(s, b"alice", b"alice-secret")[0] == 0
+    after = _cli_counters(b)
+    assert after["failed-authentication-total"] == before["failed-authentication-total"] + 1
+    assert after["successful-authentication-total"] == \
+        before["successful-authentication-total"] + 1
+
+
 @pytest.mark.timeout(120)
 def test_confluent_kafka_reauthenticates_and_keeps_producing(broker_factory, certs):
     b = _broker(broker_factory)

@@ -59,3 +59,48 @@ def test_replaced_keystore_is_served_to_new_connections(broker_factory, certs, t
     _replace(keystore, "not a pem file\n")
     assert _peer_subject(port, certs / "ca.pem") == "rotated"
     wait_until(lambda: "cannot be loaded" in b._log_since_start(), 10, desc="the warning")
+
+
+def _peer_cert(port, ca):
+    """(commonName, serialNumber) of the certificate a new connection to `port` gets."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            cert = s.getpeercert()
+            return dict(x[0] for x in cert["subject"])["commonName"], cert["serialNumber"]
+
+
+def test_alter_configs_of_the_keystore_location_is_used_by_new_connections(
+        broker_factory, certs, tmp_path):
+    """kafka-configs --entity-type brokers --entity-name 1 --alter --add-config
+    listener.name.ssl.ssl.keystore.location=NEW: the listener serves the new file to new
+    connections, without a restart (Kafka's dynamic SSL reconfiguration)."""
+    import subprocess
+
+    from harness import RUNNEL_BIN
+
+    b = broker_factory(overrides={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certs / "broker-keystore.pem"),
+    })
+    port = listener_port(b, "SSL")
+    before = _peer_cert(port, certs / "ca.pem")
+    assert before[0] == "localhost"
+    rotated = tmp_path / "rotated-keystore.pem"
+    rotated.write_text(_second_broker_cert(certs, tmp_path))
+    subprocess.run([RUNNEL_BIN, "configs", "--bootstrap-server", b.bootstrap,
+                    "--entity-type", "brokers", "--entity-name", "1", "--alter",
+                    "--add-config", f"listener.name.ssl.ssl.keystore.location={rotated}"],
+                   check=True, capture_output=True, text=True, timeout=60)
+    wait_until(lambda: _peer_cert(port, certs / "ca.pem")[0] == "rotated", 10,
+               desc="the new certificate on a new connection")
+    after = _peer_cert(port, certs / "ca.pem")
+    assert after[1] != before[1], "another certificate (serial)"
+    # Deleting the dynamic value goes back to the static file.
+    subprocess.run([RUNNEL_BIN, "configs", "--bootstrap-server", b.bootstrap,
+                    "--entity-type", "brokers", "--entity-name", "1", "--alter",
+                    "--delete-config", "listener.name.ssl.ssl.keystore.location"],
+                   check=True, capture_output=True, text=True, timeout=60)
+    wait_until(lambda: _peer_cert(port, certs / "ca.pem") == before, 10,
+               desc="the static certificate again")

@@ -31,6 +31,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("max.connections.per.ip.overrides", ""),
     ("connections.max.idle.ms", "600000"),
     ("connection.failed.authentication.delay.ms", "100"),
+    // The largest frame read before a SASL listener's first authentication (Kafka's
+    // `SaslServerAuthenticator`); listener-prefixable.
+    ("sasl.server.max.receive.size", "524288"),
     ("queued.max.request.bytes", "-1"),
     ("fetch.max.bytes", "57671680"),
     ("max.request.partition.size.limit", "2000"),
@@ -115,6 +118,7 @@ const ALSO_KNOWN: &[&str] = &[
     "advertised.listeners",
     "process.roles",
     "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
     "listener.security.protocol.map",
     "inter.broker.listener.name",
     "security.inter.broker.protocol",
@@ -155,14 +159,22 @@ pub struct BrokerConfig {
     /// The Kafka properties set explicitly (TOML file, then overrides); defaults are not in
     /// here, so DescribeConfigs can tell a static setting from a default.
     pub props: BTreeMap<String, String>,
+    /// This broker's dynamic per-broker configs (AlterConfigs on broker `<node.id>`), kept
+    /// current from the metadata image by `startup`; shared by every clone. Only the
+    /// reconfigurable key and trust stores of a listener are read from here
+    /// (`listener_config`), as Kafka reconfigures its `SslFactory`.
+    pub dynamic: DynamicConfigs,
 }
+
+/// See [`BrokerConfig::dynamic`].
+pub type DynamicConfigs = std::sync::Arc<parking_lot::RwLock<BTreeMap<String, String>>>;
 
 impl BrokerConfig {
     /// Resolves flags, the optional TOML file and `--override`s (later wins), then validates.
     pub fn from_args(args: &BrokerArgs) -> Result<Self, BrokerError> {
         let mut props: BTreeMap<String, String> = BTreeMap::new();
         if let Some(file) = &args.config {
-            for (k, v) in read_toml(file)? {
+            for (k, v) in read_config_file(file)? {
                 props.insert(k, v);
             }
         }
@@ -189,14 +201,17 @@ impl BrokerConfig {
         if let Some(rack) = &args.rack {
             props.insert("broker.rack".into(), rack.clone());
         }
-        let cluster = cluster_config(args, &props)?;
+        let node_id = node_id(args.node_id, &props)?;
+        let data_dir = data_dir(args.data_dir.as_deref(), &props)?;
+        let cluster = cluster_config(args, node_id, &data_dir, &props)?;
         let config = BrokerConfig {
-            node_id: args.node_id,
+            node_id,
             listen,
             advertise: args.advertise.clone(),
-            data_dir: args.data_dir.clone(),
+            data_dir,
             cluster,
             props,
+            dynamic: DynamicConfigs::default(),
         };
         config.validate()?;
         Ok(config)
@@ -497,8 +512,93 @@ pub fn parse_voters(raw: &str) -> Result<BTreeMap<i32, String>, BrokerError> {
     Ok(voters)
 }
 
+/// `--node-id`, else `node.id` (or its old name `broker.id`) of the configuration, else 1
+/// (`runnel broker` and `runnel storage`).
+pub fn node_id(flag: Option<i32>, props: &BTreeMap<String, String>) -> Result<i32, BrokerError> {
+    if let Some(id) = flag {
+        return Ok(id);
+    }
+    let Some((key, raw)) = ["node.id", "broker.id"]
+        .into_iter()
+        .find_map(|k| props.get(k).map(|v| (k, v)))
+    else {
+        return Ok(1);
+    };
+    raw.trim()
+        .parse::<i32>()
+        .map_err(|_| BrokerError::Config(format!("{key} must be an int, got '{raw}'")))
+}
+
+/// `--data-dir`, else `log.dirs` / `log.dir` of the configuration (one directory: Runnel's
+/// data directory holds the partition logs and the metadata log), else `./runnel-data`
+/// (`runnel broker` and `runnel storage`).
+pub fn data_dir(
+    flag: Option<&Path>,
+    props: &BTreeMap<String, String>,
+) -> Result<PathBuf, BrokerError> {
+    if let Some(dir) = flag {
+        return Ok(dir.to_path_buf());
+    }
+    let Some((key, raw)) = ["log.dirs", "log.dir"]
+        .into_iter()
+        .find_map(|k| props.get(k).map(|v| (k, v)))
+    else {
+        return Ok(PathBuf::from("./runnel-data"));
+    };
+    let dirs: Vec<&str> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    match dirs.as_slice() {
+        [one] => Ok(PathBuf::from(one)),
+        _ => Err(BrokerError::Config(format!(
+            "{key} must name exactly one directory (Runnel keeps one data directory per node), got '{raw}'"
+        ))),
+    }
+}
+
+/// The controller listener named in `listeners` (Kafka's KRaft layout:
+/// `listeners=PLAINTEXT://...,CONTROLLER://...` with `controller.listener.names=CONTROLLER`):
+/// the address the quorum listener binds.
+fn controller_listener_address(
+    props: &BTreeMap<String, String>,
+) -> Result<Option<String>, BrokerError> {
+    let (Some(names), Some(text)) = (
+        props.get("controller.listener.names"),
+        props.get("listeners"),
+    ) else {
+        return Ok(None);
+    };
+    let map = crate::server::listeners::effective_protocol_map(
+        props
+            .get("listener.security.protocol.map")
+            .map(String::as_str),
+        Some(names),
+        Some(text),
+    )
+    .map_err(BrokerError::Config)?;
+    let listeners = crate::server::listeners::parse_listeners("listeners", text, &map)
+        .map_err(BrokerError::Config)?;
+    let names = crate::server::listeners::controller_listener_names(names);
+    let mut found = listeners.iter().filter(|l| names.contains(&l.name));
+    let Some(endpoint) = found.next() else {
+        return Ok(None);
+    };
+    if let Some(other) = found.next() {
+        return Err(BrokerError::Config(format!(
+            "listeners has two controller listeners ({} and {}); Runnel binds one quorum listener",
+            endpoint.name, other.name
+        )));
+    }
+    let addr = endpoint.bind_addr().map_err(BrokerError::Config)?;
+    Ok(Some(addr.to_string()))
+}
+
 fn cluster_config(
     args: &BrokerArgs,
+    node_id: i32,
+    data_dir: &Path,
     props: &BTreeMap<String, String>,
 ) -> Result<Option<ClusterConfig>, BrokerError> {
     let roles = args
@@ -525,12 +625,25 @@ fn cluster_config(
         .or_else(|| props.get("controller.quorum.voters").cloned())
         // The voters `runnel storage format --initial-controllers` recorded.
         .or_else(|| {
-            crate::meta_properties::read_bootstrap(&args.data_dir)
+            crate::meta_properties::read_bootstrap(data_dir)
                 .ok()
                 .flatten()
                 .and_then(|b| b.voters())
         });
     let Some(voters_raw) = voters_raw else {
+        // KIP-853's dynamic quorum: the voters are what `storage format --initial-controllers`
+        // recorded. One bootstrap server (this node, formatted `--standalone` or not) is a
+        // single-node quorum, which Runnel runs on its local metadata log; several need the
+        // format, or the nodes would each start a cluster of their own.
+        if let Some(servers) = props.get("controller.quorum.bootstrap.servers") {
+            let count = servers.split(',').filter(|s| !s.trim().is_empty()).count();
+            if count > 1 {
+                return Err(BrokerError::Config(format!(
+                    "controller.quorum.bootstrap.servers lists {count} controllers but {} has no initial quorum: format it with `runnel storage format --initial-controllers ...` (as kafka-storage.sh) or set controller.quorum.voters",
+                    data_dir.display()
+                )));
+            }
+        }
         if !(broker && controller) {
             return Err(BrokerError::Config(
                 "--process-roles other than broker,controller needs --controller-quorum-voters"
@@ -545,22 +658,23 @@ fn cluster_config(
             "--controller-quorum-voters is empty".into(),
         ));
     }
-    let own = voters.get(&args.node_id);
+    let own = voters.get(&node_id);
     if controller && own.is_none() {
         return Err(BrokerError::Config(format!(
             "node {} has the controller role but is not in --controller-quorum-voters ({voters_raw})",
-            args.node_id
+            node_id
         )));
     }
     if !controller && own.is_some() {
         return Err(BrokerError::Config(format!(
             "node {} is a voter in --controller-quorum-voters but has no controller role",
-            args.node_id
+            node_id
         )));
     }
     let listen_raw = args
         .controller_listen
         .clone()
+        .or(controller_listener_address(props)?)
         .or_else(|| own.cloned())
         .unwrap_or_else(|| "127.0.0.1:0".into());
     let controller_listen: SocketAddr = listen_raw.parse().map_err(|_| {
@@ -574,7 +688,7 @@ fn cluster_config(
             return Err(BrokerError::Config(format!(
                 "--controller-advertise is for broker-only nodes; a voter is dialled at its \
                  --controller-quorum-voters entry (node {} got '{adv}')",
-                args.node_id
+                node_id
             )));
         }
         if adv
@@ -632,6 +746,17 @@ fn default_of(key: &str) -> Option<&'static str> {
     DEFAULTS.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
 
+/// Reads `runnel broker --config`: TOML ([`read_toml`]), else Kafka's `server.properties`
+/// (Java properties syntax); also read by `runnel storage`.
+/// A `.toml` file must be valid TOML (its errors are reported, not re-read as properties).
+pub fn read_config_file(path: &Path) -> Result<Vec<(String, String)>, BrokerError> {
+    match read_toml(path) {
+        Ok(pairs) => Ok(pairs),
+        Err(toml_error) if path.extension().is_some_and(|e| e == "toml") => Err(toml_error),
+        Err(_) => runnel_client::security::read_properties_file(path).map_err(BrokerError::Config),
+    }
+}
+
 /// Reads a flat TOML file (`"log.retention.ms" = 1000` or nested tables joined by dots); also
 /// read by `runnel storage`.
 pub fn read_toml(path: &Path) -> Result<Vec<(String, String)>, BrokerError> {
@@ -666,10 +791,10 @@ mod tests {
 
     fn args(overrides: &[&str]) -> BrokerArgs {
         BrokerArgs {
-            node_id: 1,
+            node_id: Some(1),
             listen: "127.0.0.1:0".into(),
             advertise: None,
-            data_dir: "./x".into(),
+            data_dir: Some("./x".into()),
             config: None,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             process_roles: None,
@@ -690,7 +815,7 @@ mod tests {
         assert!(cluster.broker && cluster.controller);
         assert_eq!(cluster.voters.len(), 2);
         assert_eq!(cluster.controller_listen.to_string(), "127.0.0.1:19093");
-        a.node_id = 3;
+        a.node_id = Some(3);
         let e = BrokerConfig::from_args(&a).unwrap_err().to_string();
         assert!(e.contains("not in --controller-quorum-voters"), "{e}");
         a.process_roles = Some("broker".into());
@@ -710,7 +835,7 @@ mod tests {
             .to_string()
             .contains("HOST:PORT"));
         a.controller_advertise = Some("127.0.0.1:29093".into());
-        a.node_id = 1;
+        a.node_id = Some(1);
         a.process_roles = None;
         assert!(BrokerConfig::from_args(&a)
             .unwrap_err()
@@ -732,6 +857,58 @@ mod tests {
         );
         a.process_roles = Some("nonsense".into());
         assert!(BrokerConfig::from_args(&a).is_err());
+    }
+
+    /// Kafka's KRaft combined-mode server.properties: `node.id`, `log.dirs` and the CONTROLLER
+    /// entry of `listeners` (the quorum listener) come from the file when no flag is given.
+    #[test]
+    fn kafka_server_properties_name_the_node_and_its_controller_listener() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.properties");
+        std::fs::write(
+            &file,
+            "process.roles=broker,controller\nnode.id=2\n\
+             controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19094\n\
+             listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19094\n\
+             advertised.listeners=PLAINTEXT://localhost:19092,CONTROLLER://localhost:19094\n\
+             controller.listener.names=CONTROLLER\nlog.dirs=/tmp/kraft-combined-logs\n",
+        )
+        .unwrap();
+        let mut a = args(&[]);
+        a.node_id = None;
+        a.data_dir = None;
+        a.config = Some(file.clone());
+        let c = BrokerConfig::from_args(&a).unwrap();
+        assert_eq!(c.node_id, 2);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/kraft-combined-logs"));
+        let cluster = c.cluster.as_ref().unwrap();
+        assert_eq!(cluster.controller_listen.to_string(), "127.0.0.1:19094");
+        // The CONTROLLER entry is not a Kafka listener, nor advertised as one.
+        let plan = c.listener_plan().unwrap();
+        let names: Vec<&str> = plan.listeners.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["PLAINTEXT"]);
+        assert!(!plan.advertised.contains_key("CONTROLLER"));
+        // Flags win over the file.
+        a.node_id = Some(1);
+        a.data_dir = Some("./x".into());
+        let c = BrokerConfig::from_args(&a).unwrap();
+        assert_eq!((c.node_id, c.data_dir), (1, PathBuf::from("./x")));
+        // Several log.dirs are refused (one data directory per node).
+        a.overrides = vec!["log.dirs=/a,/b".into()];
+        a.data_dir = None;
+        let e = BrokerConfig::from_args(&a).unwrap_err().to_string();
+        assert!(e.contains("exactly one directory"), "{e}");
+    }
+
+    #[test]
+    fn bootstrap_servers_of_several_controllers_need_a_formatted_quorum() {
+        let mut a = args(&["controller.quorum.bootstrap.servers=127.0.0.1:1,127.0.0.1:2"]);
+        a.data_dir = Some(tempfile::tempdir().unwrap().path().to_path_buf());
+        let e = BrokerConfig::from_args(&a).unwrap_err().to_string();
+        assert!(e.contains("--initial-controllers"), "{e}");
+        // One bootstrap server: this node alone (single-node mode).
+        let a = args(&["controller.quorum.bootstrap.servers=127.0.0.1:1"]);
+        assert!(BrokerConfig::from_args(&a).unwrap().cluster.is_none());
     }
 
     #[test]

@@ -30,9 +30,6 @@ use crate::server::auth_failures::AUTH_STATS;
 use crate::server::authenticate::{pre_auth, PreAuth, Then};
 use crate::server::sasl::{SaslConfig, SaslSession};
 
-/// Handshake frames are small; a larger size prefix is not a SASL request.
-const MAX_HANDSHAKE_FRAME: usize = 64 * 1024;
-
 /// How long dialing a peer (connect, TLS, SASL) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -42,8 +39,9 @@ pub struct ControllerSecurity {
     pub protocol: &'static str,
     pub tls: Option<Arc<crate::server::tls::ReloadingAcceptor>>,
     pub sasl: Option<Arc<SaslConfig>>,
-    /// How this node dials other controller listeners (its own credentials).
-    pub client: runnel_client::Security,
+    /// How this node dials other controller listeners (its own credentials; PEM files
+    /// re-read on the next dial when they change).
+    pub client: crate::server::tls::ReloadingSecurity,
 }
 
 impl ControllerSecurity {
@@ -96,9 +94,10 @@ impl ChannelSecurity for ControllerSecurity {
 
     fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<BoxStream>> {
         Box::pin(async move {
+            let security = self.client.current();
             let stream = runnel_client::stream::open(
                 address,
-                &self.client,
+                &security,
                 "runnel-controller",
                 CONNECT_TIMEOUT,
             )
@@ -126,9 +125,10 @@ async fn sasl_handshake(
             principal: "User:ANONYMOUS".into(),
         });
     };
+    let max_frame = config.max_receive_size;
     let mut session = SaslSession::new(config);
     loop {
-        let frame = read_handshake_frame(&mut stream)
+        let frame = read_handshake_frame(&mut stream, max_frame)
             .await
             .map_err(|e| (AcceptError::Io(e), None))?;
         match pre_auth(&mut session, &frame, &crate::server::server_nonce()) {
@@ -174,21 +174,30 @@ fn auth_error(reason: String, principal: Option<String>) -> AcceptError {
     AcceptError::Authentication { reason, principal }
 }
 
-/// One size-prefixed request frame of the SASL exchange.
+/// One size-prefixed request frame of the SASL exchange, at most `max_frame` bytes
+/// (`sasl.server.max.receive.size`, as on the broker listeners).
 async fn read_handshake_frame<S: AsyncRead + AsyncWrite + Unpin + ?Sized>(
     stream: &mut S,
+    max_frame: usize,
 ) -> io::Result<Bytes> {
     let size = stream.read_i32().await?;
     let size = usize::try_from(size)
         .ok()
-        .filter(|s| *s <= MAX_HANDSHAKE_FRAME)
+        .filter(|s| *s <= max_frame)
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("a {size}-byte frame is not a SASL request: refused before authentication"),
+                format!("a {size}-byte frame before authentication is over sasl.server.max.receive.size ({max_frame})"),
             )
         })?;
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body).await?;
+    // Grown with the bytes received, not allocated from the client's size prefix.
+    let mut body = Vec::new();
+    (&mut *stream)
+        .take(u64::try_from(size).map_err(io::Error::other)?)
+        .read_to_end(&mut body)
+        .await?;
+    if body.len() < size {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     Ok(Bytes::from(body))
 }

@@ -9,28 +9,30 @@ use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use runnel_client::stream::BoxStream;
-use runnel_client::Security;
+
+use crate::server::tls::ReloadingSecurity;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 /// How this broker secures its connections to other brokers (set once at startup from the
-/// inter-broker listener; PLAINTEXT until then).
-static SECURITY: OnceLock<Security> = OnceLock::new();
+/// inter-broker listener; PLAINTEXT until then). Its PEM files are re-read on the next dial
+/// when they change (`tls::ReloadingSecurity`).
+static SECURITY: OnceLock<ReloadingSecurity> = OnceLock::new();
 
 /// Records the inter-broker security of this process's broker (the first call wins).
-pub fn set_security(security: Security) {
+pub fn set_security(security: ReloadingSecurity) {
     let _ = SECURITY.set(security);
 }
 
 /// Opens a connection to another broker's inter-broker listener: TLS and SASL with this
 /// broker's own credentials when that listener's protocol asks for them.
 pub async fn open(addr: &str, client_id: &str, timeout: Duration) -> std::io::Result<BoxStream> {
-    static PLAINTEXT: OnceLock<Security> = OnceLock::new();
     let security = SECURITY
         .get()
-        .unwrap_or_else(|| PLAINTEXT.get_or_init(Security::default));
-    runnel_client::stream::open(addr, security, client_id, timeout)
+        .map(ReloadingSecurity::current)
+        .unwrap_or_default();
+    runnel_client::stream::open(addr, &security, client_id, timeout)
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))
 }

@@ -42,19 +42,21 @@ pub mod txn_verify;
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BrokerArgs {
-    /// This node's id (Kafka's `node.id`).
-    #[arg(long, default_value_t = 1)]
-    pub node_id: i32,
+    /// This node's id (default: `node.id` of --config, else 1).
+    #[arg(long)]
+    pub node_id: Option<i32>,
     /// Address to listen on for Kafka clients; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub listen: String,
     /// Address advertised to clients in Metadata (defaults to the bound listen address).
     #[arg(long)]
     pub advertise: Option<String>,
-    /// Directory holding the partition logs and the metadata log.
-    #[arg(long, default_value = "./runnel-data")]
-    pub data_dir: PathBuf,
-    /// TOML file with Kafka property names as keys.
+    /// Directory holding the partition logs and the metadata log (default: `log.dirs` or
+    /// `log.dir` of --config, else ./runnel-data).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Kafka property file: TOML with Kafka property names as keys, or Kafka's own
+    /// `server.properties` (Java properties syntax).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Kafka property override, `key=value` (repeatable).

@@ -11,7 +11,7 @@ use runnel_metadata::MetadataImage;
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
-use crate::server::listeners::{self, Endpoint, SecurityProtocol, DEFAULT_PROTOCOL_MAP};
+use crate::server::listeners::{self, Endpoint, SecurityProtocol};
 use crate::server::sasl::scram::{ScramCredential, ScramMechanism};
 use crate::server::sasl::{jaas, SaslConfig, ScramStore, PLAIN};
 use crate::server::{tls, ListenerRuntime};
@@ -34,6 +34,13 @@ fn config_error(e: String) -> BrokerError {
 impl BrokerConfig {
     fn listener_prop(&self, listener: &str, key: &str) -> Option<String> {
         let prefixed = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
+        // Kafka's reconfigurable SSL settings (`SslConfigs.RECONFIGURABLE_CONFIGS`): a dynamic
+        // per-broker value wins over the static ones.
+        if is_reconfigurable_ssl(key) {
+            if let Some(v) = self.dynamic.read().get(&prefixed) {
+                return Some(v.clone());
+            }
+        }
         self.props
             .get(&prefixed)
             .or_else(|| self.props.get(key))
@@ -50,27 +57,47 @@ impl BrokerConfig {
 
     /// `listener.security.protocol.map`, Kafka's default when unset.
     fn protocol_map(&self) -> Result<BTreeMap<String, SecurityProtocol>, BrokerError> {
-        let text = self
-            .props
-            .get("listener.security.protocol.map")
-            .map(String::as_str)
-            .unwrap_or(DEFAULT_PROTOCOL_MAP);
-        listeners::parse_protocol_map(text).map_err(config_error)
+        let get = |k: &str| self.props.get(k).map(String::as_str);
+        listeners::effective_protocol_map(
+            get("listener.security.protocol.map"),
+            get("controller.listener.names"),
+            get("listeners"),
+        )
+        .map_err(config_error)
+    }
+
+    /// `controller.listener.names`, upper-cased (empty when unset).
+    fn controller_listener_names(&self) -> Vec<String> {
+        listeners::controller_listener_names(
+            self.props
+                .get("controller.listener.names")
+                .map(String::as_str)
+                .unwrap_or(""),
+        )
     }
 
     pub fn listener_plan(&self) -> Result<ListenerPlan, BrokerError> {
         let map = self.protocol_map()?;
-        let listeners = match self.props.get("listeners") {
-            Some(text) => {
-                listeners::parse_listeners("listeners", text, &map).map_err(config_error)?
-            }
-            None => vec![Endpoint {
+        // A `controller.listener.names` entry in `listeners` is the quorum listener
+        // (`config::controller_listener_address`), not a Kafka client listener.
+        let controllers = self.controller_listener_names();
+        let mut listeners = match self.props.get("listeners") {
+            Some(text) => listeners::parse_listeners("listeners", text, &map)
+                .map_err(config_error)?
+                .into_iter()
+                .filter(|l| !controllers.contains(&l.name))
+                .collect(),
+            None => Vec::new(),
+        };
+        if listeners.is_empty() {
+            // No `listeners`, or only the controller's (a controller-only node): `--listen`.
+            listeners.push(Endpoint {
                 name: "PLAINTEXT".into(),
                 protocol: SecurityProtocol::Plaintext,
                 host: self.listen.ip().to_string(),
                 port: self.listen.port(),
-            }],
-        };
+            });
+        }
         for l in &listeners {
             l.bind_addr().map_err(config_error)?;
         }
@@ -88,6 +115,8 @@ impl BrokerConfig {
         if let Some(text) = self.props.get("advertised.listeners") {
             for a in listeners::parse_listeners("advertised.listeners", text, &map)
                 .map_err(config_error)?
+                .into_iter()
+                .filter(|a| !controllers.contains(&a.name))
             {
                 if !listeners.iter().any(|l| l.name == a.name) {
                     return Err(config_error(format!(
@@ -125,7 +154,7 @@ impl BrokerConfig {
     pub fn inter_broker_security(
         &self,
         plan: &ListenerPlan,
-    ) -> Result<runnel_client::Security, BrokerError> {
+    ) -> Result<tls::ReloadingSecurity, BrokerError> {
         let name = plan.inter_broker.clone();
         let protocol = plan
             .listeners
@@ -133,7 +162,9 @@ impl BrokerConfig {
             .find(|l| l.name == name)
             .map(|l| l.protocol);
         let Some(protocol) = protocol else {
-            return Ok(runnel_client::Security::default());
+            return Ok(tls::ReloadingSecurity::fixed(
+                runnel_client::Security::default(),
+            ));
         };
         self.dialing_security(&name, protocol, "sasl.mechanism.inter.broker.protocol")
             .map_err(|e| config_error(format!("inter-broker listener {name}: {e}")))
@@ -141,13 +172,14 @@ impl BrokerConfig {
 
     /// How this node dials listener `name` of other nodes: its protocol, the mechanism named by
     /// `mechanism_key` (Kafka's default GSSAPI is refused) with the username/password of
-    /// `listener.name.<name>.<mechanism>.sasl.jaas.config`, and the listener's PEM stores.
+    /// `listener.name.<name>.<mechanism>.sasl.jaas.config`, and the listener's PEM stores,
+    /// re-read when they change (`tls::ReloadingSecurity`) so the next dial uses them.
     fn dialing_security(
         &self,
         name: &str,
         protocol: SecurityProtocol,
         mechanism_key: &str,
-    ) -> Result<runnel_client::Security, String> {
+    ) -> Result<tls::ReloadingSecurity, String> {
         let protocol_name = protocol.name();
         let mechanism = self
             .props
@@ -159,23 +191,25 @@ impl BrokerConfig {
             name.to_ascii_lowercase(),
             mechanism.to_ascii_lowercase()
         );
-        let get = |key: &str| -> Option<String> {
+        let config = self.clone();
+        let name = name.to_string();
+        let get = move |key: &str| -> Option<String> {
             match key {
                 "security.protocol" => Some(protocol_name.into()),
                 "sasl.mechanism" => Some(mechanism.clone()),
-                "sasl.jaas.config" => self
+                "sasl.jaas.config" => config
                     .props
                     .get(&jaas_key)
-                    .or_else(|| self.props.get("sasl.jaas.config"))
+                    .or_else(|| config.props.get("sasl.jaas.config"))
                     .cloned(),
                 // The broker's certificate names itself, not the peer it dials by address.
-                "ssl.endpoint.identification.algorithm" => self
-                    .listener_prop(name, key)
+                "ssl.endpoint.identification.algorithm" => config
+                    .listener_prop(&name, key)
                     .or_else(|| Some("https".into())),
-                other => self.listener_prop(name, other),
+                other => config.listener_prop(&name, other),
             }
         };
-        runnel_client::Security::from_lookup(&get)
+        tls::ReloadingSecurity::new(Box::new(get))
     }
 
     /// The controller (quorum) listener's security: `controller.listener.names` (its first
@@ -187,14 +221,15 @@ impl BrokerConfig {
     pub fn controller_security(
         &self,
     ) -> Result<Arc<dyn runnel_raft::ChannelSecurity>, BrokerError> {
-        let Some(names) = self.props.get("controller.listener.names") else {
+        if !self.props.contains_key("controller.listener.names") {
             return Ok(Arc::new(runnel_raft::Plaintext));
-        };
-        let Some(name) = names.split(',').map(str::trim).find(|n| !n.is_empty()) else {
+        }
+        let names = self.controller_listener_names();
+        let Some(name) = names.first().map(String::as_str) else {
             return Err(config_error("controller.listener.names is empty".into()));
         };
         let map = self.protocol_map()?;
-        let protocol = *map.get(&name.to_ascii_uppercase()).ok_or_else(|| {
+        let protocol = *map.get(name).ok_or_else(|| {
             config_error(format!(
                 "controller.listener.names names {name}, which listener.security.protocol.map does not map to a security protocol"
             ))
@@ -304,13 +339,40 @@ impl BrokerConfig {
                 .parse::<i64>()
                 .map_err(|_| format!("connections.max.reauth.ms must be a long, got '{v}'"))?,
         };
+        let max_receive_size = self
+            .listener_prop(listener, "sasl.server.max.receive.size")
+            .unwrap_or_else(|| self.str("sasl.server.max.receive.size").to_string())
+            .trim()
+            .parse::<i32>()
+            .ok()
+            .and_then(|v| usize::try_from(v).ok())
+            .filter(|v| *v > 0)
+            .ok_or("sasl.server.max.receive.size must be a positive int")?;
         Ok(SaslConfig {
             mechanisms,
             plain_users,
             scram: scram_store(image.clone()),
             max_reauth_ms,
+            max_receive_size,
         })
     }
+}
+
+/// The key and trust store settings Kafka reloads on a dynamic update.
+fn is_reconfigurable_ssl(key: &str) -> bool {
+    matches!(
+        key,
+        "ssl.keystore.type"
+            | "ssl.keystore.location"
+            | "ssl.keystore.password"
+            | "ssl.key.password"
+            | "ssl.keystore.key"
+            | "ssl.keystore.certificate.chain"
+            | "ssl.truststore.type"
+            | "ssl.truststore.location"
+            | "ssl.truststore.password"
+            | "ssl.truststore.certificates"
+    )
 }
 
 /// SCRAM credentials as the replicated metadata holds them, read at each authentication.
@@ -351,6 +413,7 @@ mod tests {
             data_dir: "./x".into(),
             cluster: None,
             props: BTreeMap::new(),
+            dynamic: Default::default(),
         }
     }
 
@@ -368,7 +431,7 @@ mod tests {
             config.props.insert(k.to_string(), v.to_string());
         }
         let plan = config.listener_plan()?;
-        config.inter_broker_security(&plan)
+        config.inter_broker_security(&plan).map(|s| s.current())
     }
 
     #[test]
@@ -419,7 +482,11 @@ mod tests {
             "listener.security.protocol.map",
             "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
         );
-        let err = security(&[names]).err().unwrap().to_string();
+        // Kafka's effective map: an unmapped controller name is PLAINTEXT by default...
+        assert_eq!(security(&[names]).ok().unwrap().protocol(), "PLAINTEXT");
+        // ... but not under an explicit map that leaves it out.
+        let partial = ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT");
+        let err = security(&[names, partial]).err().unwrap().to_string();
         assert!(err.contains("listener.security.protocol.map"), "{err}");
         let jaas = (
             "listener.name.controller.plain.sasl.jaas.config",

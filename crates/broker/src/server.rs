@@ -293,14 +293,40 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
     loop {
         // The idle clock runs from the last response until a whole request is in: bytes of a
         // half-received frame do not reset it, so a trickling sender is closed too.
+        // Before the first authentication on a SASL listener, frames are bounded by
+        // `sasl.server.max.receive.size` (Kafka's `SaslServerAuthenticator`), not by
+        // `socket.request.max.bytes`: an unauthenticated client cannot make the broker take
+        // 100 MB of the pool.
+        let limit = match &sasl {
+            Some(session) if !authenticated_before => frame::Limit {
+                bytes: session.max_receive_size().min(shared.max_request_bytes),
+                property: "sasl.server.max.receive.size",
+            },
+            _ => frame::Limit {
+                bytes: shared.max_request_bytes,
+                property: "socket.request.max.bytes",
+            },
+        };
         let read = within(shared.idle_timeout, async {
-            read_frame(&mut reader, shared.max_request_bytes, &shared.memory)
+            read_frame(&mut reader, limit, &shared.memory)
                 .await?
                 .ok_or(Closed::Eof)
         })
         .await;
         let Frame { bytes, lease } = match read {
             Ok(frame) => frame,
+            // Kafka fails the authentication ("invalid receive size"): counted, and the
+            // connection closed without reading the body.
+            Err(Closed::Frame(frame::FrameError::BadSize {
+                size,
+                max,
+                property,
+            })) if sasl.is_some() && !authenticated_before => {
+                let reason =
+                    format!("a {size}-byte frame before authentication is over {property} ({max})");
+                count_failed_authentication(shared, &identity, &reason, None);
+                return Closed::Authentication { reason, user: None };
+            }
             Err(closed) => return closed,
         };
         if let Some(session) = sasl.as_mut() {

@@ -104,6 +104,27 @@ fn cluster_id_from_voters(voters: &BTreeMap<i32, String>) -> String {
     base64_url(&bytes)
 }
 
+/// Keeps [`BrokerConfig::dynamic`] equal to this broker's per-broker dynamic configs in the
+/// image (AlterConfigs on broker `<node_id>`), so a changed
+/// `listener.name.<l>.ssl.keystore.location` is used by the next TLS connection either way.
+async fn follow_dynamic_configs(
+    dynamic: crate::config::DynamicConfigs,
+    node_id: i32,
+    mut image: watch::Receiver<Arc<MetadataImage>>,
+) {
+    let resource = node_id.to_string();
+    loop {
+        let now = image.borrow_and_update().broker_configs(&resource);
+        if *dynamic.read() != now {
+            tracing::info!(keys = ?now.keys().collect::<Vec<_>>(), "dynamic broker configs of this broker changed");
+            *dynamic.write() = now;
+        }
+        if image.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Applies every committed metadata batch (or snapshot) to the image and publishes it: the
 /// same on controllers and plain brokers, so all of them converge on one image.
 ///
@@ -455,6 +476,9 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                             cluster.controller_listen
                         ))
                     })?;
+            if let Ok(local) = quorum_listener.local_addr() {
+                tracing::info!(address = %local, "controller (quorum) listener bound");
+            }
             let mut quorum_config = QuorumConfig::new(
                 config.node_id,
                 cluster.voters.clone(),
@@ -541,6 +565,11 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     };
 
     let node_id = config.node_id;
+    tokio::spawn(follow_dynamic_configs(
+        config.dynamic.clone(),
+        node_id,
+        image_rx.clone(),
+    ));
     let cleaner_enabled = config.get_bool("log.cleaner.enable", true);
     let cleaner_every =
         Duration::from_millis(config.get_i64("log.cleaner.backoff.ms", 15_000).max(1) as u64);

@@ -292,7 +292,10 @@ fn formatted_scram_users_reach_the_metadata_salted() {
     assert!(!std::fs::read_to_string(dir.join("bootstrap.json"))
         .unwrap()
         .contains("alice-secret"));
-    let broker = TestBroker::start(&dir, &[]);
+    let sasl_port = free_port();
+    let listeners =
+        format!("listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}");
+    let broker = TestBroker::start(&dir, &[&listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256"]);
     // The credential is in the cluster's metadata once the broker applied the bootstrap file.
     wait_until("alice's credential described", || {
         let o = runnel(&[
@@ -307,6 +310,43 @@ fn formatted_scram_users_reach_the_metadata_salted() {
         ]);
         stdout(&o).contains("SCRAM-SHA-256=iterations=4096")
     });
+    // ... and a client really authenticates with the formatted user and password over SASL
+    // SCRAM-SHA-256 (a wrong password is refused).
+    let list_as = |password: &str| {
+        let props = tmp.path().join(format!("client-{password}.properties"));
+        std::fs::write(
+            &props,
+            format!(
+                "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n\
+                 sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"alice\" password=\"{password}\";\n"
+            ),
+        )
+        .unwrap();
+        runnel(&[
+            "topics",
+            "--bootstrap-server",
+            &format!("127.0.0.1:{sasl_port}"),
+            "--command-config",
+            props.to_str().unwrap(),
+            "--list",
+        ])
+    };
+    let o = list_as("alice-secret");
+    assert!(
+        o.status.success(),
+        "SCRAM login with the formatted password: {}",
+        stderr(&o)
+    );
+    let o = list_as("wrong-secret");
+    assert!(!o.status.success(), "a wrong password must fail");
+    assert!(
+        stderr(&o).contains("SASL_AUTHENTICATION_FAILED")
+            || stderr(&o).contains("58")
+            || stderr(&o).to_lowercase().contains("authentication"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

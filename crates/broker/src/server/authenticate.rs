@@ -189,6 +189,7 @@ mod tests {
             plain_users: [("alice".to_string(), "pw".to_string())].into(),
             scram: Arc::new(|_, _| None),
             max_reauth_ms: 0,
+            max_receive_size: 524288,
         }))
     }
 

@@ -19,11 +19,22 @@ pub struct Frame {
     pub lease: Lease,
 }
 
+/// The largest frame a connection may send now, and the property that says so.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub bytes: usize,
+    pub property: &'static str,
+}
+
 /// Why a connection stops reading.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
-    #[error("frame size {size} outside 0..={max} (socket.request.max.bytes)")]
-    BadSize { size: i32, max: usize },
+    #[error("frame size {size} outside 0..={max} ({property})")]
+    BadSize {
+        size: i32,
+        max: usize,
+        property: &'static str,
+    },
     #[error("connection closed {received} bytes into a {size}-byte frame")]
     Truncated { size: usize, received: usize },
     #[error("read error: {0}")]
@@ -39,7 +50,7 @@ pub fn next_growth(len: usize, size: usize) -> usize {
 /// Reads one frame. `Ok(None)`: the client closed the connection between frames.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
-    max_bytes: usize,
+    limit: Limit,
     memory: &RequestMemory,
 ) -> Result<Option<Frame>, FrameError> {
     let mut prefix = [0u8; 4];
@@ -60,10 +71,11 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     let claimed = i32::from_be_bytes(prefix);
     let size = usize::try_from(claimed)
         .ok()
-        .filter(|s| *s <= max_bytes)
+        .filter(|s| *s <= limit.bytes)
         .ok_or(FrameError::BadSize {
             size: claimed,
-            max: max_bytes,
+            max: limit.bytes,
+            property: limit.property,
         })?;
     let mut lease = memory.lease();
     let mut buf: Vec<u8> = Vec::new();
@@ -94,6 +106,13 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 
+    fn limit(bytes: usize) -> Limit {
+        Limit {
+            bytes,
+            property: "socket.request.max.bytes",
+        }
+    }
+
     #[test]
     fn growth_doubles_from_the_first_chunk_up_to_the_size() {
         assert_eq!(next_growth(0, 10), 10);
@@ -111,10 +130,11 @@ mod tests {
         let memory = RequestMemory::new(200 << 20);
         let (mut client, mut server) = tokio::io::duplex(64 * 1024);
         let pool = memory.clone();
-        let reader =
-            tokio::spawn(
-                async move { read_frame(&mut server, 100 << 20, &pool).await.map(|_| ()) },
-            );
+        let reader = tokio::spawn(async move {
+            read_frame(&mut server, limit(100 << 20), &pool)
+                .await
+                .map(|_| ())
+        });
         client
             .write_all(&(100i32 << 20).to_be_bytes())
             .await
@@ -160,7 +180,7 @@ mod tests {
             client.write_all(&sent).await.unwrap();
             client.write_all(&0i32.to_be_bytes()).await.unwrap();
         });
-        let frame = read_frame(&mut server, 1 << 20, &memory)
+        let frame = read_frame(&mut server, limit(1 << 20), &memory)
             .await
             .unwrap()
             .unwrap();
@@ -169,12 +189,12 @@ mod tests {
         assert!(frame.lease.held_bytes() <= 2 * body.len() as u64 + FIRST_CHUNK as u64);
         drop(frame);
         assert_eq!(memory.available_bytes(), memory.capacity_bytes());
-        let empty = read_frame(&mut server, 1 << 20, &memory)
+        let empty = read_frame(&mut server, limit(1 << 20), &memory)
             .await
             .unwrap()
             .unwrap();
         assert!(empty.bytes.is_empty());
-        assert!(read_frame(&mut server, 1 << 20, &memory)
+        assert!(read_frame(&mut server, limit(1 << 20), &memory)
             .await
             .unwrap()
             .is_none());
@@ -186,7 +206,7 @@ mod tests {
         for size in [-1i32, 1025] {
             let (mut client, mut server) = tokio::io::duplex(64);
             client.write_all(&size.to_be_bytes()).await.unwrap();
-            let err = read_frame(&mut server, 1024, &memory).await.err();
+            let err = read_frame(&mut server, limit(1024), &memory).await.err();
             assert!(matches!(err, Some(FrameError::BadSize { .. })), "{size}");
         }
     }

@@ -98,6 +98,43 @@ pub fn parse_protocol_map(text: &str) -> Result<BTreeMap<String, SecurityProtoco
     Ok(map)
 }
 
+/// The names of `controller.listener.names`, upper-cased, in order.
+pub fn controller_listener_names(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_ascii_uppercase)
+        .collect()
+}
+
+/// `listener.security.protocol.map` in force (Kafka's `effectiveListenerSecurityProtocolMap`):
+/// the explicit map, else the default one plus PLAINTEXT for each controller listener name,
+/// unless a controller name or a listener name is SSL or SASL_* (then the default alone).
+pub fn effective_protocol_map(
+    explicit: Option<&str>,
+    controller_names: Option<&str>,
+    listeners: Option<&str>,
+) -> Result<BTreeMap<String, SecurityProtocol>, String> {
+    if let Some(text) = explicit {
+        return parse_protocol_map(text);
+    }
+    let mut map = parse_protocol_map(DEFAULT_PROTOCOL_MAP)?;
+    let controllers = controller_listener_names(controller_names.unwrap_or(""));
+    let secured = |name: &str| matches!(name, "SSL" | "SASL_SSL" | "SASL_PLAINTEXT");
+    let listener_names = listeners.unwrap_or("").split(',').filter_map(|entry| {
+        entry
+            .trim()
+            .split_once("://")
+            .map(|(name, _)| name.to_ascii_uppercase())
+    });
+    if !controllers.iter().any(|n| secured(n)) && !listener_names.into_iter().any(|n| secured(&n)) {
+        for name in controllers {
+            map.entry(name).or_insert(SecurityProtocol::Plaintext);
+        }
+    }
+    Ok(map)
+}
+
 /// Parses `listeners` or `advertised.listeners` (`property` names it in errors).
 pub fn parse_listeners(
     property: &str,
@@ -227,6 +264,24 @@ mod tests {
         }
         assert!(parse_protocol_map("A:NOPE").is_err());
         assert!(parse_protocol_map("A:SSL,a:SSL").is_err());
+    }
+
+    #[test]
+    fn controller_names_default_to_plaintext_as_in_kafka() {
+        let m = effective_protocol_map(
+            None,
+            Some("CONTROLLER"),
+            Some("PLAINTEXT://:9092,CONTROLLER://:9093"),
+        )
+        .unwrap();
+        assert_eq!(m.get("CONTROLLER"), Some(&SecurityProtocol::Plaintext));
+        // An SSL or SASL_* listener: no implicit mapping (Kafka's rule).
+        let m = effective_protocol_map(None, Some("CONTROLLER"), Some("SSL://:9093")).unwrap();
+        assert_eq!(m.get("CONTROLLER"), None);
+        // An explicit map is taken as written.
+        let m = effective_protocol_map(Some("CONTROLLER:SSL"), Some("CONTROLLER"), None).unwrap();
+        assert_eq!(m.get("CONTROLLER"), Some(&SecurityProtocol::Ssl));
+        assert_eq!(m.get("PLAINTEXT"), None);
     }
 
     #[test]

@@ -73,45 +73,93 @@ pub fn acceptor(get: Lookup) -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// A listener's acceptor that follows its PEM files: when the modification time or size of
-/// `ssl.keystore.location` or `ssl.truststore.location` changes, the next accepted connection
-/// gets an acceptor rebuilt from them (certificate rotation without a restart; Kafka does it
-/// through a dynamic `listener.name.<l>.ssl.keystore.location` update). Connections already
-/// open keep their session. A rebuild that fails (a half-written file) keeps the previous
-/// acceptor, logs a warning and is retried on the next connection.
-pub struct ReloadingAcceptor {
+/// Something built from a listener's PEM files that follows them: when the path, modification
+/// time or size of `ssl.keystore.location` or `ssl.truststore.location` changes (a replaced
+/// file, or a new path set by a dynamic `listener.name.<l>.ssl.keystore.location` AlterConfigs,
+/// as Kafka's `kafka-configs --entity-type brokers --entity-name <id>` does), the next
+/// connection gets a value rebuilt from them (certificate rotation without a restart).
+/// Connections already open keep their session. A rebuild that fails (a half-written file)
+/// keeps the previous value, logs a warning and is retried on the next connection.
+///
+/// One rule for both sides: [`ReloadingAcceptor`] (listeners) and [`ReloadingSecurity`]
+/// (this node dialing other nodes: inter-broker and controller clients).
+pub struct Reloading<T: Clone> {
+    what: &'static str,
     lookup: OwnedLookup,
-    state: parking_lot::Mutex<(Vec<Stamp>, TlsAcceptor)>,
+    build: fn(Lookup) -> Result<T, String>,
+    state: parking_lot::Mutex<(Vec<Stamp>, T)>,
 }
 
-/// A listener's properties, kept to rebuild the acceptor later.
+/// A listener's acceptor.
+pub type ReloadingAcceptor = Reloading<TlsAcceptor>;
+
+/// How this node secures a connection it opens to another node's listener.
+pub type ReloadingSecurity = Reloading<runnel_client::Security>;
+
+/// A listener's properties, kept to rebuild the value later.
 pub type OwnedLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// A watched file's identity: path, modification time and length (`None` if unreadable).
 type Stamp = (String, Option<(std::time::SystemTime, u64)>);
 
 impl ReloadingAcceptor {
-    /// Builds the acceptor now (errors are startup errors) and remembers the files it read.
+    /// Builds the listener's acceptor now (errors are startup errors).
     pub fn new(lookup: OwnedLookup) -> Result<Self, String> {
-        let acceptor = acceptor(&*lookup)?;
-        let stamps = stamps(&*lookup);
-        Ok(ReloadingAcceptor {
+        Reloading::build("TLS key or trust store", lookup, acceptor)
+    }
+}
+
+impl ReloadingSecurity {
+    /// Builds the dialing side's security now (errors are startup errors).
+    pub fn new(lookup: OwnedLookup) -> Result<Self, String> {
+        Reloading::build(
+            "outgoing connections' TLS key or trust store",
             lookup,
-            state: parking_lot::Mutex::new((stamps, acceptor)),
+            |get| runnel_client::Security::from_lookup(get),
+        )
+    }
+
+    /// A fixed security (PLAINTEXT, or tests): nothing to watch.
+    pub fn fixed(security: runnel_client::Security) -> Self {
+        Reloading {
+            what: "security",
+            lookup: Box::new(|_| None),
+            build: |_| Ok(runnel_client::Security::default()),
+            state: parking_lot::Mutex::new((Vec::new(), security)),
+        }
+    }
+}
+
+impl<T: Clone> Reloading<T> {
+    fn build(
+        what: &'static str,
+        lookup: OwnedLookup,
+        build: fn(Lookup) -> Result<T, String>,
+    ) -> Result<Self, String> {
+        let value = build(&*lookup)?;
+        let stamps = stamps(&*lookup);
+        Ok(Reloading {
+            what,
+            lookup,
+            build,
+            state: parking_lot::Mutex::new((stamps, value)),
         })
     }
 
-    /// The acceptor for a new connection, rebuilt first if a watched file changed.
-    pub fn current(&self) -> TlsAcceptor {
+    /// The value for a new connection, rebuilt first if a watched file changed.
+    pub fn current(&self) -> T {
         let now = stamps(&*self.lookup);
         let mut state = self.state.lock();
         if now != state.0 {
-            match acceptor(&*self.lookup) {
+            match (self.build)(&*self.lookup) {
                 Ok(fresh) => {
-                    tracing::info!(files = ?now.iter().map(|(p, _)| p).collect::<Vec<_>>(), "TLS key or trust store changed: reloaded");
+                    tracing::info!(files = ?now.iter().map(|(p, _)| p).collect::<Vec<_>>(), "{} changed: reloaded", self.what);
                     *state = (now, fresh);
                 }
-                Err(e) => tracing::warn!("TLS key or trust store changed but cannot be loaded (keeping the previous one): {e}"),
+                Err(e) => tracing::warn!(
+                    "{} changed but cannot be loaded (keeping the previous one): {e}",
+                    self.what
+                ),
             }
         }
         state.1.clone()

@@ -63,10 +63,10 @@ impl InProcessBroker {
         install_panic_counter();
         let dir = tempfile::tempdir().expect("temp dir");
         let args = BrokerArgs {
-            node_id: 1,
+            node_id: Some(1),
             listen: "127.0.0.1:0".into(),
             advertise: None,
-            data_dir: dir.path().to_path_buf(),
+            data_dir: Some(dir.path().to_path_buf()),
             config: None,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             process_roles: None,

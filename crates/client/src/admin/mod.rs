@@ -34,7 +34,8 @@ pub use reassignments::{
     list_reassignments_results, PartitionReassignment,
 };
 pub use runnel_metadata::{
-    MetadataTree, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition, TreeTopic,
+    MetadataTree, SecurityCounters, StateChangeEvent, StateChangeEvents, TreeBroker, TreePartition,
+    TreeTopic,
 };
 pub use topics::{NewPartitions, NewTopic};
 pub use transactions::{ProducerDescription, TransactionDescription, TransactionListing};

@@ -26,7 +26,14 @@ pub enum MetadataQuery {
         /// The first sequence number wanted (the previous answer's `next`).
         since: i64,
     },
+    /// The answering broker's authentication counters (Kafka's metric names).
+    Security,
 }
+
+/// `{"what":"security"}`'s answer: counter name (`failed-authentication-total`,
+/// `successful-authentication-total`, `*-reauthentication-total`,
+/// `expired-connections-killed-count`) to value, since the broker started.
+pub type SecurityCounters = std::collections::BTreeMap<String, u64>;
 
 /// `{"what":"tree"}`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +182,11 @@ impl Admin {
             .await
     }
 
+    /// The authentication counters of the broker answering (`runnel metadata --security`).
+    pub async fn security_counters(&self) -> Result<SecurityCounters> {
+        self.runnel_describe_metadata(MetadataQuery::Security).await
+    }
+
     async fn runnel_describe_metadata<T: serde::de::DeserializeOwned>(
         &self,
         query: MetadataQuery,
@@ -225,6 +237,10 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&MetadataQuery::Events { since: 17 }).unwrap(),
             r#"{"what":"events","since":17}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&MetadataQuery::Security).unwrap(),
+            r#"{"what":"security"}"#
         );
     }
 

@@ -92,6 +92,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("replica.selector.class", Class, "Who consumers with a client.rack read from (KIP-392): unset, the leader; Kafka's RackAwareReplicaSelector, a replica in their rack."),
     ("sasl.mechanism.controller.protocol", Str, "The SASL mechanism a node authenticates with on the controller listener (PLAIN)."),
     ("sasl.mechanism.inter.broker.protocol", Str, "The SASL mechanism a broker authenticates with on the inter-broker listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."),
+    ("sasl.server.max.receive.size", Int, "The largest request a SASL listener reads before and during a connection's first authentication; a larger frame closes the connection."),
     ("socket.request.max.bytes", Int, "The largest request the broker reads."),
     ("super.users", Str, "Principals (User:name, separated by ;) allowed everything, whatever the ACLs say."),
     ("transaction.max.timeout.ms", Int, "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above)."),

@@ -33,9 +33,10 @@ pub struct NodeArgs {
     /// `node.id`, `process.roles` and `controller.quorum.voters` are read from it.
     #[arg(long, short = 'c', value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The broker's data directory (its log and metadata directory); as `runnel broker`.
-    #[arg(long, value_name = "DIR", default_value = "./runnel-data")]
-    pub data_dir: PathBuf,
+    /// The broker's data directory (its log and metadata directory); as `runnel broker`
+    /// (default: `log.dirs` or `log.dir` of --config, else ./runnel-data).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
     /// The node id (default: `node.id` of --config, else 1 as `runnel broker`).
     #[arg(long)]
     pub node_id: Option<i32>,
@@ -91,7 +92,7 @@ pub fn run(args: StorageArgs) -> Result<()> {
             Ok(())
         }
         StorageAction::Info(node) => {
-            let (text, ok) = info(&node.data_dir)?;
+            let (text, ok) = info(&node_data_dir(&node)?)?;
             print!("{text}");
             if ok {
                 Ok(())
@@ -124,13 +125,18 @@ fn config_props(path: Option<&Path>) -> Result<BTreeMap<String, String>> {
     let Some(path) = path else {
         return Ok(BTreeMap::new());
     };
-    let pairs = match runnel_broker::config::read_toml(path) {
-        Ok(pairs) => pairs,
-        Err(_) => runnel_client::security::read_properties_file(path)
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("--config {}", path.display()))?,
-    };
+    let pairs = runnel_broker::config::read_config_file(path)
+        .with_context(|| format!("--config {}", path.display()))?;
     Ok(pairs.into_iter().collect())
+}
+
+/// The node's data directory: `--data-dir`, else `log.dirs` of --config (as `runnel broker`).
+fn node_data_dir(node: &NodeArgs) -> Result<PathBuf> {
+    let props = config_props(node.config.as_deref())?;
+    Ok(runnel_broker::config::data_dir(
+        node.data_dir.as_deref(),
+        &props,
+    )?)
 }
 
 /// One `--initial-controllers` entry, as Kafka's `DynamicVoter.parse`.
@@ -184,13 +190,7 @@ pub fn parse_initial_controllers(raw: &str) -> Result<Vec<InitialController>, St
 /// Formats the directory and returns what to print (Kafka's lines).
 pub fn format(args: &FormatArgs) -> Result<String> {
     let props = config_props(args.node.config.as_deref())?;
-    let node_id = match (args.node.node_id, props.get("node.id")) {
-        (Some(id), _) => id,
-        (None, Some(raw)) => raw
-            .parse()
-            .with_context(|| format!("node.id '{raw}' in --config is not a number"))?,
-        (None, None) => 1,
-    };
+    let node_id = runnel_broker::config::node_id(args.node.node_id, &props).context("--config")?;
     if node_id < 0 {
         bail!("You must specify a valid non-negative node ID.");
     }
@@ -238,7 +238,7 @@ pub fn format(args: &FormatArgs) -> Result<String> {
             server_key: u.server_key,
         });
     }
-    let dir = &args.node.data_dir;
+    let dir = &node_data_dir(&args.node)?;
     let meta_path = dir.join(mp::META_PROPERTIES);
     match mp::read(dir) {
         Ok(Some(existing)) => {
@@ -394,7 +394,7 @@ mod tests {
         FormatArgs {
             node: NodeArgs {
                 config: None,
-                data_dir: dir.to_path_buf(),
+                data_dir: Some(dir.to_path_buf()),
                 node_id: Some(1),
                 process_roles: None,
                 controller_quorum_voters: None,

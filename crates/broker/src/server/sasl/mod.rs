@@ -30,6 +30,9 @@ pub struct SaslConfig {
     /// `connections.max.reauth.ms` (KIP-368): a session's lifetime; 0 (Kafka's default) means
     /// sessions never expire and re-authentication is not offered.
     pub max_reauth_ms: i64,
+    /// `sasl.server.max.receive.size` (Kafka's 524288): the largest frame read before the
+    /// connection's first authentication completes; a larger size prefix closes it unread.
+    pub max_receive_size: usize,
 }
 
 impl std::fmt::Debug for SaslConfig {
@@ -103,6 +106,11 @@ impl SaslSession {
             authenticated: None,
             supports_reauth: false,
         }
+    }
+
+    /// `sasl.server.max.receive.size` of the listener.
+    pub fn max_receive_size(&self) -> usize {
+        self.config.max_receive_size
     }
 
     pub fn is_authenticated(&self) -> bool {
@@ -278,6 +286,7 @@ mod tests {
                 (user == "bob" && m == ScramMechanism::Sha512).then(|| cred.clone())
             }),
             max_reauth_ms: 0,
+            max_receive_size: 524288,
         })
     }
 

@@ -1,7 +1,8 @@
-//! `runnel metadata --tree | --events [--follow]`: the controller's view of the cluster as the
-//! seed's ZooKeeper tree, and its partition / replica state-change log. Both come from
-//! Runnel's own RunnelDescribeMetadata request (Kafka has no equivalent API), so they only
-//! work against Runnel brokers.
+//! `runnel metadata --tree | --events [--follow] | --security`: the controller's view of the
+//! cluster as the seed's ZooKeeper tree, its partition / replica state-change log, and a
+//! broker's authentication counters (Kafka's metric names, which Kafka shows over JMX). All
+//! come from Runnel's own RunnelDescribeMetadata request (Kafka has no equivalent API), so
+//! they only work against Runnel brokers.
 
 mod events;
 mod iso_time;
@@ -29,6 +30,11 @@ pub struct MetadataArgs {
     /// Print the partition and replica state-change log.
     #[arg(long)]
     pub events: bool,
+    /// Print the answering broker's authentication counters (`failed-authentication-total`,
+    /// `successful-authentication-total`, re-authentications, expired sessions), one
+    /// `name=value` per line.
+    #[arg(long)]
+    pub security: bool,
     /// With --events: keep printing new events (polling every 500 ms) until Ctrl-C.
     #[arg(long)]
     pub follow: bool,
@@ -38,14 +44,22 @@ pub struct MetadataArgs {
 }
 
 pub async fn run(args: MetadataArgs) -> Result<()> {
-    match (args.tree, args.events) {
-        (true, true) | (false, false) => {
-            bail!("Command must include exactly one action: --tree, --events")
-        }
-        (true, false) if args.follow => bail!("--follow is only supported along with --events"),
-        _ => {}
+    if [args.tree, args.events, args.security]
+        .iter()
+        .filter(|a| **a)
+        .count()
+        != 1
+    {
+        bail!("Command must include exactly one action: --tree, --events, --security")
+    }
+    if args.follow && !args.events {
+        bail!("--follow is only supported along with --events")
     }
     let admin = Admin::new(super::connect(&args.bootstrap_server).await?);
+    if args.security {
+        let counters = admin.security_counters().await?;
+        return emit(&security_text(&counters));
+    }
     if args.tree {
         let tree = admin.describe_metadata_tree().await?;
         return emit(&tree::tree_text(&tree)?);
@@ -55,6 +69,14 @@ pub async fn run(args: MetadataArgs) -> Result<()> {
     } else {
         print_all(&admin, args.since).await
     }
+}
+
+/// `name=value` lines, sorted by name.
+fn security_text(counters: &runnel_client::admin::SecurityCounters) -> String {
+    counters
+        .iter()
+        .map(|(name, value)| format!("{name}={value}\n"))
+        .collect()
 }
 
 /// Prints every event from `since` on, asking again while the broker hands out more (it may
