@@ -437,8 +437,16 @@ impl ControllerShell {
             self.pipeline = Pipeline::new(image);
             return;
         }
+        let appended = self.pipeline.speculative().offset;
         match self.pipeline.commit(image) {
-            Ok(released) => released.into_iter().for_each(|w| w.release()),
+            Ok(released) => {
+                released.into_iter().for_each(|w| w.release());
+                if self.pipeline.committed().offset > appended {
+                    // Records this controller did not append (a previous term's, applied
+                    // after the catch-up): let the state machines react to them.
+                    self.settle();
+                }
+            }
             Err(dropped) => {
                 tracing::warn!(
                     "the committed metadata is not what this controller appended: reverting"
@@ -664,6 +672,9 @@ impl ControllerShell {
         let now = self.live.now_ms();
         let image = self.pipeline.speculative().clone();
         let expired = self.live.lock().sessions.expired(&image, now);
+        if expired.is_empty() {
+            return;
+        }
         for broker_id in expired {
             tracing::warn!(broker_id, "broker session expired: fencing it");
             let image = self.pipeline.speculative().clone();
