@@ -1,35 +1,45 @@
 //! The controller's imperative shell: one task, one bounded queue, every decision in order.
 //!
-//! The pure [`Controller`] decides; this task applies the records to a candidate image first (so
-//! an inconsistent record is never made durable), commits them through the backend (the file
-//! log on a single node, the Raft quorum in a cluster), and then lets the state machines react
-//! (`on_commit`) until they have nothing left to change — the seed's "persist the plan, then
-//! drive partitions and replicas Online". In a cluster only the quorum leader decides: every
-//! other node answers NOT_CONTROLLER and the caller retries at the leader.
+//! The pure [`Controller`] decides; this task never waits for a commit (KRaft's pipelined
+//! `QuorumController`). Each decision is made against the *speculative* image (the committed
+//! image plus every batch appended and not committed yet, [`Pipeline`]); its records are
+//! applied there first (so an inconsistent record is never made durable) and appended to the
+//! backend (the file log on a single node, which commits at once; the Raft quorum in a cluster,
+//! through the appender task without waiting); the state machines react (`on_commit`) on the
+//! speculative image too. The answer waits in the pipeline until the records up to the last
+//! one it led to have committed (the commit listener: the published image), so heartbeats and
+//! AlterPartition are decided and appended while a large CreateTopics is still committing.
+//! A failed append or lost leadership reverts to the committed image: every operation still in
+//! flight is answered NOT_CONTROLLER, and the next one starts a fresh pure controller and
+//! sessions from the committed image. In a cluster only the quorum leader decides: every other
+//! node answers NOT_CONTROLLER and the caller retries at the leader.
 //!
 //! Every operation is a typed value ([`ControllerOp`]) run through one path: the handle checks
-//! and stamps it and queues it type-erased; the task decides it (pure), commits its records,
-//! lets it react to the committed image, settles, and answers (`run_op`).
+//! and stamps it and queues it type-erased; the task decides it (pure), appends its records,
+//! lets it react to the speculative image, settles, and parks its answer (`run_op`).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_metadata::controller::{ControllerOp, ControllerResult, CreateTopics, OpContext};
+use runnel_metadata::controller::{
+    ControllerOp, ControllerResult, CreateTopics, OpContext, Pipeline,
+};
 use runnel_metadata::{
     ApiError, BrokerSessions, Controller, ControllerConfig, MetadataImage, MetadataRecord,
     StateChangeEvent,
 };
-use runnel_raft::{MetadataQuorum, QuorumError};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
+use crate::controller_quorum::{spawn_appender, AppendJob, AppendOutcome, ControllerQuorum};
 use crate::metadata_log::MetadataLog;
 use crate::publisher::Publisher;
 
 /// Queue bound: callers wait (backpressure) rather than the controller buffering without limit.
 const QUEUE_CAPACITY: usize = 1024;
+/// Most batches in flight (appended, not committed): beyond it the task takes no new
+/// operation until commits catch up, so a stalled quorum cannot grow the pipeline unbounded.
+const MAX_IN_FLIGHT: usize = 1024;
 
 pub use runnel_metadata::controller::AlterPartition as AlterIsr;
 pub use runnel_metadata::controller::{CreatePartitionsResult, DeleteTopicResult};
@@ -37,15 +47,49 @@ pub use runnel_metadata::controller::{CreatePartitionsResult, DeleteTopicResult}
 pub type EventsSince = (Vec<(u64, StateChangeEvent)>, u64);
 
 type Reply<T> = oneshot::Sender<Result<T, ApiError>>;
-type BoxFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// One queued operation, whatever its type: the shell runs it or fails it.
 trait Job: Send {
     fn name(&self) -> &'static str;
     /// Answers the operation with `e` without running it.
     fn fail(self: Box<Self>, e: ApiError);
-    fn run(self: Box<Self>, shell: &mut ControllerShell) -> BoxFuture<'_>;
+    fn run(self: Box<Self>, shell: &mut ControllerShell);
 }
+
+/// A decided answer waiting in the pipeline for its records to commit.
+trait Waiter: Send {
+    /// The records committed: the decided answer goes out.
+    fn release(self: Box<Self>);
+    /// They did not (or their outcome is unknown): the answer absorbs `e`.
+    fn fail(self: Box<Self>, e: ApiError);
+}
+
+struct Answer<O: ControllerOp> {
+    response: O::Response,
+    reply: Option<Reply<O::Response>>,
+}
+
+impl<O: ControllerOp> Waiter for Answer<O> {
+    fn release(self: Box<Self>) {
+        if let Some(reply) = self.reply {
+            let _ = reply.send(Ok(self.response));
+        }
+    }
+
+    fn fail(self: Box<Self>, e: ApiError) {
+        let result = O::absorb(self.response, e);
+        match self.reply {
+            Some(reply) => drop(reply.send(result)),
+            None => {
+                if let Err(e) = result {
+                    tracing::warn!(op = O::NAME, error = %e.message, "queued controller operation failed");
+                }
+            }
+        }
+    }
+}
+
+type Parked = Box<dyn Waiter>;
 
 /// An operation waiting in the queue, stamped with when it was received.
 struct Pending<O: ControllerOp> {
@@ -66,23 +110,13 @@ impl<O: ControllerOp> Job for Pending<O> {
         }
     }
 
-    fn run(self: Box<Self>, shell: &mut ControllerShell) -> BoxFuture<'_> {
-        Box::pin(async move {
-            let Pending {
-                op,
-                received_ms,
-                reply,
-            } = *self;
-            let result = shell.run_op(op, received_ms).await;
-            match reply {
-                Some(reply) => drop(reply.send(result)),
-                None => {
-                    if let Err(e) = result {
-                        tracing::warn!(op = O::NAME, error = %e.message, "queued controller operation failed");
-                    }
-                }
-            }
-        })
+    fn run(self: Box<Self>, shell: &mut ControllerShell) {
+        let Pending {
+            op,
+            received_ms,
+            reply,
+        } = *self;
+        shell.run_op(op, received_ms, reply);
     }
 }
 
@@ -97,7 +131,7 @@ pub struct ControllerHandle {
 
 /// What heartbeats are answered from without waiting in the command queue (KRaft handles a
 /// heartbeat as its own event that never waits behind a commit): the broker sessions, the
-/// image the active controller decided on last, and the term it is active in.
+/// speculative image the active controller decides on, and the term it is active in.
 struct LivenessState {
     sessions: BrokerSessions,
     image: Arc<MetadataImage>,
@@ -111,7 +145,7 @@ struct Liveness {
     state: Arc<std::sync::Mutex<LivenessState>>,
     /// The monotonic clock's origin: session times are milliseconds since it.
     origin: Instant,
-    quorum: Option<Arc<MetadataQuorum>>,
+    quorum: Option<Arc<dyn ControllerQuorum>>,
 }
 
 impl Liveness {
@@ -207,30 +241,37 @@ impl ControllerHandle {
 
 /// Where committed metadata goes and comes from.
 pub enum Backend {
-    /// Single node: the shell appends to the file log and publishes the image itself.
+    /// Single node: the shell appends to the file log (committed once written) and publishes
+    /// the image itself.
     Local {
         log: Box<dyn MetadataLog>,
         publisher: Publisher,
     },
-    /// Cluster: the shell proposes to the Raft quorum; the metadata follower applies what
-    /// commits and publishes the image, which the shell reads back.
+    /// Cluster: the shell appends to the Raft quorum; the metadata follower applies what
+    /// commits and publishes the image, which is the shell's commit listener.
     Quorum {
-        quorum: Arc<MetadataQuorum>,
+        quorum: Arc<dyn ControllerQuorum>,
         image_rx: watch::Receiver<Arc<MetadataImage>>,
     },
 }
 
-/// How long the active controller waits for the quorum before answering with an error.
+/// How long an answer waits for its records to commit before it is REQUEST_TIMED_OUT (the
+/// records may still commit later), and how long a new term waits to catch up.
 const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often the active controller looks for expired broker sessions.
+/// How often the active controller looks for expired broker sessions (and overdue commits).
 const SESSION_CHECK: Duration = Duration::from_millis(500);
 
-/// Owns the pure controller, the metadata backend and the image it decides on.
+/// Owns the pure controller, the metadata backend and the pipeline of images it decides on.
 pub struct ControllerShell {
     controller: Controller,
     config: ControllerConfig,
     backend: Backend,
-    image: Arc<MetadataImage>,
+    /// Committed image, speculative image, and the answers waiting for in-flight batches.
+    pipeline: Pipeline<Parked>,
+    /// Bumped on every revert: outcomes of batches appended before it are ignored.
+    generation: u64,
+    /// Cluster: hands batches to the appender task, in offset order.
+    appender: Option<mpsc::UnboundedSender<AppendJob>>,
     /// The quorum term this shell is active in (0 = not active yet); it is the controller epoch.
     active_term: u64,
     /// Broker sessions, shared with the handles that answer heartbeats.
@@ -238,9 +279,10 @@ pub struct ControllerShell {
     session_timeout: Duration,
     /// `auto.leader.rebalance.enable`: check every interval with this imbalance percentage.
     leader_rebalance: Option<(Duration, u32)>,
-    /// Test-only hook (`RUNNEL_TEST_STALL_CREATE_TOPICS_MS`): every CreateTopics commit waits
-    /// this long first, the way a slow quorum stalls it, so tests can prove that a stalled
-    /// commit fences no healthy broker. Unset in production.
+    /// Test-only hook (`RUNNEL_TEST_STALL_CREATE_TOPICS_MS`): every CreateTopics batch waits
+    /// this long before it is appended (later batches behind it), the way a slow quorum stalls
+    /// it, so tests can prove that a stalled commit fences no healthy broker. Unset in
+    /// production.
     stall_create_topics: Option<Duration>,
 }
 
@@ -264,6 +306,13 @@ fn storage_error(e: impl std::fmt::Display) -> ApiError {
     }
 }
 
+fn timed_out() -> ApiError {
+    ApiError {
+        code: 7, // REQUEST_TIMED_OUT
+        message: "the metadata quorum did not commit in time".into(),
+    }
+}
+
 fn not_controller(leader: Option<i32>) -> ApiError {
     ApiError {
         code: runnel_metadata::codes::NOT_CONTROLLER,
@@ -271,6 +320,13 @@ fn not_controller(leader: Option<i32>) -> ApiError {
             Some(id) => format!("this node is not the active controller; node {id} is"),
             None => "no active controller right now (election in progress)".into(),
         },
+    }
+}
+
+/// Answers parked waiters with `e`, oldest first.
+fn fail_all(waiters: Vec<Parked>, e: &ApiError) {
+    for w in waiters {
+        w.fail(e.clone());
     }
 }
 
@@ -299,7 +355,9 @@ impl ControllerShell {
             controller,
             config,
             backend,
-            image,
+            pipeline: Pipeline::new(image),
+            generation: 0,
+            appender: None,
             active_term: 0,
             live,
             session_timeout,
@@ -319,16 +377,22 @@ impl ControllerShell {
         let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
         let live = self.live.clone();
         tokio::spawn(async move {
-            if matches!(self.backend, Backend::Local { .. }) {
-                self.active_term = 1;
-                // A single node owns its metadata log: no other process can hold its id, so
-                // its sessions start empty rather than from the image.
-                self.live.lock().term = 1;
-                // Drive any partition left half-way (e.g. by a crash between commits) first.
-                if let Err(e) = self.settle().await {
-                    tracing::error!(error = %e.message, "controller could not settle state machines");
+            let (mut outcomes, mut committed_rx) = match &self.backend {
+                Backend::Quorum { quorum, image_rx } => {
+                    let (jobs, outcomes) = spawn_appender(quorum.clone());
+                    self.appender = Some(jobs);
+                    (Some(outcomes), Some(image_rx.clone()))
                 }
-            }
+                Backend::Local { .. } => {
+                    self.active_term = 1;
+                    // A single node owns its metadata log: no other process can hold its id,
+                    // so its sessions start empty rather than from the image.
+                    self.live.lock().term = 1;
+                    // Drive any partition left half-way (e.g. by a crash between commits).
+                    self.settle();
+                    (None, None)
+                }
+            };
             let mut sessions = tokio::time::interval(SESSION_CHECK);
             sessions.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let rebalance_every = self
@@ -340,12 +404,18 @@ impl ControllerShell {
             );
             rebalance.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
+                let room = self.pipeline.in_flight() < MAX_IN_FLIGHT;
                 tokio::select! {
-                    command = rx.recv() => match command {
+                    command = rx.recv(), if room => match command {
                         Some(command) => self.handle(command).await,
                         None => return,
                     },
-                    _ = sessions.tick() => self.expire_sessions().await,
+                    Some(outcome) = recv_outcome(&mut outcomes) => self.on_outcome(outcome),
+                    Some(image) = next_image(&mut committed_rx) => self.on_committed(image),
+                    _ = sessions.tick() => {
+                        self.expire_overdue();
+                        self.expire_sessions().await;
+                    }
                     _ = rebalance.tick() => self.rebalance_leaders().await,
                 }
             }
@@ -353,21 +423,103 @@ impl ControllerShell {
         ControllerHandle { tx, live }
     }
 
-    /// The image this shell decides on from now on (also what heartbeats are checked against).
-    fn set_image(&mut self, image: Arc<MetadataImage>) {
-        self.live.lock().image = image.clone();
-        self.image = image;
+    /// What the speculative image is now is also what heartbeats are checked against.
+    fn share_speculative(&mut self) {
+        self.live.lock().image = self.pipeline.speculative().clone();
     }
 
-    /// This node is no longer the active controller.
+    /// The commit listener (cluster): the metadata follower published `image`. Answers whose
+    /// records it holds go out in order; an image that is not what this controller appended
+    /// reverts the pipeline.
+    fn on_committed(&mut self, image: Arc<MetadataImage>) {
+        if self.active_term == 0 {
+            // Not deciding: the committed image is all there is (a new term starts from it).
+            self.pipeline = Pipeline::new(image);
+            return;
+        }
+        let appended = self.pipeline.speculative().offset;
+        match self.pipeline.commit(image) {
+            Ok(released) => {
+                released.into_iter().for_each(|w| w.release());
+                if self.pipeline.committed().offset > appended {
+                    // Records this controller did not append (a previous term's, applied
+                    // after the catch-up): let the state machines react to them.
+                    self.settle();
+                }
+            }
+            Err(dropped) => {
+                tracing::warn!(
+                    "the committed metadata is not what this controller appended: reverting"
+                );
+                self.revert(dropped);
+            }
+        }
+        self.share_speculative();
+    }
+
+    /// An appended batch's outcome from the appender: a failure (or a batch that got other
+    /// offsets than decided) reverts to the committed image.
+    fn on_outcome(&mut self, outcome: AppendOutcome) {
+        if outcome.generation != self.generation {
+            return;
+        }
+        let error = match outcome.result {
+            Ok(first) if first == outcome.first => return,
+            Ok(first) => format!(
+                "a metadata batch committed at offset {first}, not {} as decided",
+                outcome.first
+            ),
+            Err(e) => e.to_string(),
+        };
+        tracing::warn!(%error, "metadata append failed: reverting to the committed image");
+        let dropped = self.pipeline.fail();
+        self.revert(dropped);
+    }
+
+    /// Drops the speculative state: `dropped` (the answers in flight) get NOT_CONTROLLER, and
+    /// this node stops deciding until the next operation re-activates it on the committed
+    /// image with a fresh pure controller and sessions (KRaft renounces on a failed append).
+    fn revert(&mut self, dropped: Vec<Parked>) {
+        self.generation += 1;
+        let leader = self.quorum().and_then(|q| q.leader());
+        fail_all(dropped, &not_controller(leader));
+        self.deactivate();
+        self.share_speculative();
+    }
+
+    /// Answers whose records did not commit within [`COMMIT_TIMEOUT`] are REQUEST_TIMED_OUT
+    /// (their batches stay in flight: they may still commit).
+    fn expire_overdue(&mut self) {
+        let cutoff = self
+            .live
+            .now_ms()
+            .saturating_sub(duration_ms(COMMIT_TIMEOUT));
+        fail_all(self.pipeline.take_overdue(cutoff), &timed_out());
+    }
+
+    fn quorum(&self) -> Option<&Arc<dyn ControllerQuorum>> {
+        match &self.backend {
+            Backend::Quorum { quorum, .. } => Some(quorum),
+            Backend::Local { .. } => None,
+        }
+    }
+
+    /// This node is no longer the active controller: whatever is in flight is answered
+    /// NOT_CONTROLLER.
     fn deactivate(&mut self) {
+        if self.pipeline.in_flight() > 0 {
+            self.generation += 1;
+            let leader = self.quorum().and_then(|q| q.leader());
+            fail_all(self.pipeline.fail(), &not_controller(leader));
+        }
         self.active_term = 0;
         self.live.lock().term = 0;
     }
 
-    /// Makes sure this shell may decide: active, on the latest committed image. Becoming
-    /// active in a new term starts a fresh pure controller (its epoch is the term) and gives
-    /// every live broker a full session before it can be fenced.
+    /// Makes sure this shell may decide. Becoming active in a new term (or again after a
+    /// revert) waits for the committed image to catch up, then starts a fresh pure controller
+    /// (its epoch is the term) on it and gives every live broker a full session before it can
+    /// be fenced.
     async fn ensure_active(&mut self) -> Result<(), ApiError> {
         let (quorum, mut image_rx) = match &self.backend {
             Backend::Quorum { quorum, image_rx } => (quorum.clone(), image_rx.clone()),
@@ -378,37 +530,38 @@ impl ControllerShell {
             return Err(not_controller(quorum.leader()));
         }
         let term = quorum.term();
-        if term != self.active_term {
-            let target = quorum.last_committed_offset();
-            let caught_up = matches!(
-                tokio::time::timeout(COMMIT_TIMEOUT, image_rx.wait_for(|i| i.offset >= target))
-                    .await,
-                Ok(Ok(_))
-            );
-            if !caught_up {
-                return Err(not_controller(quorum.leader()));
-            }
-            let image = image_rx.borrow().clone();
-            self.set_image(image);
-            self.controller = Controller::new(
-                self.config.clone(),
-                term.min(i32::MAX as u64) as i32,
-                rand::random(),
-            );
-            self.active_term = term;
-            {
-                let now = self.live.now_ms();
-                let timeout = duration_ms(self.session_timeout);
-                let mut live = self.live.lock();
-                live.sessions = BrokerSessions::activate(&self.image, timeout, now);
-                live.term = term;
-            }
-            tracing::info!(term, "this node is now the active controller");
-            self.settle().await?;
-        } else {
-            let image = image_rx.borrow().clone();
-            self.set_image(image);
+        if term == self.active_term {
+            return Ok(());
         }
+        self.deactivate();
+        let target = quorum.last_committed_offset();
+        let caught_up = matches!(
+            tokio::time::timeout(COMMIT_TIMEOUT, image_rx.wait_for(|i| i.offset >= target)).await,
+            Ok(Ok(_))
+        );
+        if !caught_up {
+            return Err(not_controller(quorum.leader()));
+        }
+        let image = image_rx.borrow().clone();
+        self.pipeline = Pipeline::new(image);
+        self.generation += 1;
+        self.controller = Controller::new(
+            self.config.clone(),
+            i32::try_from(term).unwrap_or(i32::MAX),
+            rand::random(),
+        );
+        self.active_term = term;
+        {
+            let now = self.live.now_ms();
+            let timeout = duration_ms(self.session_timeout);
+            let image = self.pipeline.committed().clone();
+            let mut live = self.live.lock();
+            live.sessions = BrokerSessions::activate(&image, timeout, now);
+            live.image = image;
+            live.term = term;
+        }
+        tracing::info!(term, "this node is now the active controller");
+        self.settle();
         Ok(())
     }
 
@@ -418,56 +571,66 @@ impl ControllerShell {
             command.fail(e);
             return;
         }
-        command.run(self).await;
+        command.run(self);
     }
 
-    /// The one path of every operation on the active controller: decide on the current image,
-    /// commit the records (if any), let the operation react to the committed image, settle
-    /// the state machines, answer. A failed commit reaches the answer through
+    /// The one path of every operation on the active controller: decide on the speculative
+    /// image, append the records (if any), let the operation react to the image that holds
+    /// them, settle the state machines, and park the answer until all of that has committed.
+    /// Nothing here waits for a commit. A failed append reaches the answer through
     /// [`ControllerOp::absorb`].
-    async fn run_op<O: ControllerOp>(
+    fn run_op<O: ControllerOp>(
         &mut self,
         op: O,
         received_ms: i64,
-    ) -> Result<O::Response, ApiError> {
-        let ControllerResult { records, response } =
-            self.with_context(received_ms, |ctx| op.decide(ctx))?;
+        reply: Option<Reply<O::Response>>,
+    ) {
+        let decided = self.with_context(received_ms, |ctx| op.decide(ctx));
+        let ControllerResult { records, response } = match decided {
+            Ok(decided) => decided,
+            Err(e) => {
+                match reply {
+                    Some(reply) => drop(reply.send(Err(e))),
+                    None => {
+                        tracing::warn!(op = O::NAME, error = %e.message, "queued controller operation failed")
+                    }
+                }
+                return;
+            }
+        };
+        let answer = Box::new(Answer::<O> { response, reply });
         if records.is_empty() {
-            return Ok(response);
+            return answer.release();
         }
-        if let (Some(stall), CreateTopics::NAME) = (self.stall_create_topics, O::NAME) {
-            tracing::warn!(?stall, "test hook: stalling a CreateTopics commit");
-            tokio::time::sleep(stall).await;
+        let stall = self
+            .stall_create_topics
+            .filter(|_| O::NAME == CreateTopics::NAME);
+        if let Err(e) = self.append(records, stall) {
+            return answer.fail(e);
         }
-        match self.commit_op(&op, &response, records).await {
-            Ok(()) => Ok(response),
-            Err(e) => O::absorb(response, e),
-        }
-    }
-
-    async fn commit_op<O: ControllerOp>(
-        &mut self,
-        op: &O,
-        response: &O::Response,
-        records: Vec<MetadataRecord>,
-    ) -> Result<(), ApiError> {
-        self.commit_once(records).await?;
         let now = self.live.now_ms();
-        let follow_up = self.with_context(now, |ctx| op.committed(ctx, response));
-        self.commit_once(follow_up).await?;
-        self.settle().await
+        let follow_up = self.with_context(now, |ctx| op.committed(ctx, &answer.response));
+        if let Err(e) = self.append(follow_up, None) {
+            tracing::error!(op = O::NAME, error = %e.message, "controller follow-up not appended");
+        }
+        self.settle();
+        if let Some(answer) = self.pipeline.wait_for_appended(answer) {
+            // Everything it led to has committed already (the file log commits at once).
+            answer.release();
+        }
     }
 
     /// Runs `f` on what a decision sees: the pure controller, the sessions (locked, never
-    /// across an await) and the image, with the clocks.
+    /// across an await) and the speculative image, with the clocks.
     fn with_context<R>(&mut self, received_ms: i64, f: impl FnOnce(&mut OpContext<'_>) -> R) -> R {
         let session_ms = self.live.now_ms();
         let single_node = matches!(self.backend, Backend::Local { .. });
+        let image = self.pipeline.speculative().clone();
         let mut live = self.live.lock();
         let mut ctx = OpContext {
             controller: &mut self.controller,
             sessions: &mut live.sessions,
-            image: &self.image,
+            image: &image,
             now_ms: now_ms(),
             session_ms,
             received_ms,
@@ -484,14 +647,16 @@ impl ControllerShell {
         if self.active_term == 0 || self.ensure_active().await.is_err() {
             return;
         }
-        let records = self.controller.rebalance_leaders(&self.image, percentage);
+        let image = self.pipeline.speculative().clone();
+        let records = self.controller.rebalance_leaders(&image, percentage);
         if records.is_empty() {
             return;
         }
         tracing::info!(elections = records.len(), "preferred-leader rebalance");
-        if let Err(e) = self.commit(records).await {
+        if let Err(e) = self.append(records, None) {
             tracing::warn!(error = %e.message, "preferred-leader rebalance failed");
         }
+        self.settle();
     }
 
     /// Fences brokers whose heartbeats stopped for longer than the session timeout.
@@ -502,102 +667,124 @@ impl ControllerShell {
         if self.ensure_active().await.is_err() {
             return;
         }
-        // Heartbeats are stamped when received, so the ones that arrived while a commit held
-        // this task are already counted here.
+        // Heartbeats are stamped when received and answered without the queue, so a batch
+        // still committing never makes a live broker look expired.
         let now = self.live.now_ms();
-        let expired = self.live.lock().sessions.expired(&self.image, now);
+        let image = self.pipeline.speculative().clone();
+        let expired = self.live.lock().sessions.expired(&image, now);
+        if expired.is_empty() {
+            return;
+        }
         for broker_id in expired {
             tracing::warn!(broker_id, "broker session expired: fencing it");
-            let records = self.controller.fence_broker(&self.image, broker_id);
-            if let Err(e) = self.commit(records).await {
+            let image = self.pipeline.speculative().clone();
+            let records = self.controller.fence_broker(&image, broker_id);
+            if let Err(e) = self.append(records, None) {
                 tracing::error!(broker_id, error = %e.message, "could not fence broker");
             }
         }
+        self.settle();
     }
 
-    /// Makes `records` durable and visible, then lets the state machines react until stable.
-    async fn commit(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
-        self.commit_once(records).await?;
-        self.settle().await
-    }
-
-    async fn settle(&mut self) -> Result<(), ApiError> {
+    /// Lets the state machines react to the speculative image until they have nothing left
+    /// to change, appending what they decide.
+    fn settle(&mut self) {
         // Bounded: each round moves partitions forward; a controller that keeps emitting
         // records forever is a bug we want to see, not a hang.
         for _ in 0..16 {
-            let follow_up = self.controller.on_commit(&self.image, now_ms());
+            let image = self.pipeline.speculative().clone();
+            let follow_up = self.controller.on_commit(&image, now_ms());
             if follow_up.is_empty() {
-                return Ok(());
+                return;
             }
-            self.commit_once(follow_up).await?;
+            if let Err(e) = self.append(follow_up, None) {
+                tracing::error!(error = %e.message, "controller state machines could not settle");
+                return;
+            }
         }
         tracing::error!("controller state machines did not settle after 16 rounds");
-        Ok(())
     }
 
-    async fn commit_once(&mut self, records: Vec<MetadataRecord>) -> Result<(), ApiError> {
-        if records.is_empty() {
+    /// Puts `records` in flight on the speculative image and appends them: the file log
+    /// commits them at once; the quorum's appender takes them in order without this task
+    /// waiting. An inconsistent batch, or a file log that fails, is an `Err` and in flight
+    /// nothing.
+    fn append(
+        &mut self,
+        records: Vec<MetadataRecord>,
+        stall: Option<Duration>,
+    ) -> Result<(), ApiError> {
+        let now = self.live.now_ms();
+        let Some(at) = self.pipeline.append(records.clone(), now)? else {
             return Ok(());
-        }
-        let first = match &self.backend {
-            Backend::Local { log, .. } => log.next_offset(),
-            Backend::Quorum { .. } => self.image.offset + 1,
         };
-        let numbered: Vec<(i64, MetadataRecord)> = records
-            .iter()
-            .cloned()
-            .enumerate()
-            .map(|(i, r)| (first + i as i64, r))
-            .collect();
-        // Apply before appending: an inconsistent record must never become durable.
-        let next = self.image.apply(&numbered).map_err(|e| ApiError {
-            code: runnel_metadata::codes::UNKNOWN_SERVER_ERROR,
-            message: format!("controller produced an inconsistent record: {e}"),
-        })?;
         match &mut self.backend {
             Backend::Local { log, publisher } => {
-                let appended_at = log.append(&records).map_err(storage_error)?;
-                debug_assert_eq!(appended_at, first, "metadata log offsets must be dense");
-                let next = Arc::new(next);
-                publisher.publish(next.clone());
-                self.live.lock().image = next.clone();
-                self.image = next;
-            }
-            Backend::Quorum { quorum, image_rx } => {
-                let n = records.len() as i64;
-                let proposed = tokio::time::timeout(COMMIT_TIMEOUT, quorum.propose(records)).await;
-                let first = match proposed {
-                    Ok(Ok(first)) => first,
-                    Ok(Err(QuorumError::NotLeader { leader })) => {
-                        self.active_term = 0;
-                        self.live.lock().term = 0;
-                        return Err(not_controller(leader));
+                let written = log.append(&records).map_err(storage_error).and_then(|o| {
+                    if o == at.first {
+                        Ok(())
+                    } else {
+                        Err(storage_error(format!(
+                            "the log put the batch at offset {o}, not {}",
+                            at.first
+                        )))
                     }
-                    Ok(Err(e)) => return Err(storage_error(e)),
-                    Err(_) => {
-                        return Err(ApiError {
-                            code: 7, // REQUEST_TIMED_OUT
-                            message: "the metadata quorum did not commit in time".into(),
-                        });
-                    }
-                };
-                let last = first + n - 1;
-                let applied = matches!(
-                    tokio::time::timeout(COMMIT_TIMEOUT, image_rx.wait_for(|i| i.offset >= last))
-                        .await,
-                    Ok(Ok(_))
-                );
-                if !applied {
-                    return Err(ApiError {
-                        code: 7,
-                        message: "the committed metadata was not applied in time".into(),
-                    });
+                });
+                if let Err(e) = written {
+                    // Only this batch was in flight: the file log commits each at once.
+                    fail_all(self.pipeline.fail(), &e);
+                    self.share_speculative();
+                    return Err(e);
                 }
-                let image = image_rx.borrow().clone();
-                self.live.lock().image = image.clone();
-                self.image = image;
+                let image = self.pipeline.speculative().clone();
+                publisher.publish(image.clone());
+                if let Ok(released) = self.pipeline.commit(image) {
+                    released.into_iter().for_each(|w| w.release());
+                }
+            }
+            Backend::Quorum { .. } => {
+                let job = AppendJob {
+                    generation: self.generation,
+                    first: at.first,
+                    records,
+                    stall,
+                };
+                let sent = self.appender.as_ref().is_some_and(|a| a.send(job).is_ok());
+                if !sent {
+                    let e = storage_error("the metadata appender stopped");
+                    let dropped = self.pipeline.fail();
+                    self.revert(dropped);
+                    return Err(e);
+                }
             }
         }
+        self.share_speculative();
         Ok(())
     }
 }
+
+async fn recv_outcome(
+    outcomes: &mut Option<mpsc::UnboundedReceiver<AppendOutcome>>,
+) -> Option<AppendOutcome> {
+    match outcomes {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next committed image the metadata follower publishes (cluster only).
+async fn next_image(
+    rx: &mut Option<watch::Receiver<Arc<MetadataImage>>>,
+) -> Option<Arc<MetadataImage>> {
+    match rx {
+        Some(rx) => match rx.changed().await {
+            Ok(()) => Some(rx.borrow_and_update().clone()),
+            Err(_) => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+#[path = "controller_shell_tests.rs"]
+mod tests;

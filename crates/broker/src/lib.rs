@@ -8,6 +8,7 @@ pub mod config;
 pub mod consumer_group_settings;
 pub mod context;
 pub mod controller_client;
+pub mod controller_quorum;
 pub mod controller_rpc;
 pub mod controller_security;
 pub mod controller_shell;

@@ -57,7 +57,7 @@ pub use network::server::{
     handle_frame, handle_request, handle_request_with, serve_rpc, serve_rpc_secured,
     serve_rpc_with_app, AppHandler, AppSlot,
 };
-pub use quorum::MetadataQuorum;
+pub use quorum::{Committing, MetadataQuorum};
 pub use status::{QuorumStatus, ReplicaStatus};
 pub use types::{ApplyResult, NodeId, Raft, TypeConfig};
 

@@ -22,7 +22,40 @@ use crate::state_machine::{Shared, StateMachine};
 use crate::status::{QuorumStatus, ReplicaStatus};
 use crate::storage::log::LogStore;
 use crate::storage::snapshot::SnapshotStore;
-use crate::types::{ApplyResult, Node, NodeId, Raft};
+use crate::types::{ApplyResult, Node, NodeId, Raft, TypeConfig};
+
+/// A batch appended by [`MetadataQuorum::append`]: resolves with its first offset once it is
+/// committed and applied on this node, or with why it was not.
+pub struct Committing {
+    rx: tokio::sync::oneshot::Receiver<openraft::raft::ClientWriteResult<TypeConfig>>,
+}
+
+impl std::future::Future for Committing {
+    type Output = Result<i64, QuorumError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let answer = std::task::ready!(std::pin::Pin::new(&mut self.rx).poll(cx));
+        std::task::Poll::Ready(match answer {
+            Err(_) => Err(QuorumError::Shutdown(
+                "the Raft core stopped before the batch committed".into(),
+            )),
+            Ok(Ok(resp)) => match resp.data {
+                ApplyResult::Applied { first_offset, .. } => Ok(first_offset),
+                ApplyResult::Rejected { reason } => Err(QuorumError::Rejected(reason)),
+                ApplyResult::NoRecords => Err(QuorumError::Raft(
+                    "a record batch was applied as no records".into(),
+                )),
+            },
+            Ok(Err(ClientWriteError::ForwardToLeader(f))) => Err(QuorumError::NotLeader {
+                leader: f.leader_id.map(|l| l as i32),
+            }),
+            Ok(Err(e)) => Err(QuorumError::Raft(e.to_string())),
+        })
+    }
+}
 
 /// A running member (voter or observer) of the metadata quorum.
 pub struct MetadataQuorum {
@@ -169,22 +202,20 @@ impl MetadataQuorum {
     /// first, the batch may still be committed by the next leader (then this returns its
     /// offset) or discarded (`NotLeader`).
     pub async fn propose(&self, records: Vec<MetadataRecord>) -> Result<i64, QuorumError> {
-        match self.raft.client_write(records).await {
-            Ok(resp) => match resp.data {
-                ApplyResult::Applied { first_offset, .. } => Ok(first_offset),
-                ApplyResult::Rejected { reason } => Err(QuorumError::Rejected(reason)),
-                ApplyResult::NoRecords => Err(QuorumError::Raft(
-                    "a record batch was applied as no records".into(),
-                )),
-            },
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                Err(QuorumError::NotLeader {
-                    leader: f.leader_id.map(|l| l as i32),
-                })
-            }
-            Err(RaftError::APIError(e)) => Err(QuorumError::Raft(e.to_string())),
-            Err(RaftError::Fatal(e)) => Err(QuorumError::Shutdown(e.to_string())),
-        }
+        self.append(records).await?.await
+    }
+
+    /// Leader only: appends `records` as one atomic batch without waiting for its commit
+    /// (KRaft's pipelined append). Batches appended one after another are logged in that
+    /// order. The returned future resolves as [`MetadataQuorum::propose`] does: with the
+    /// batch's first offset once it is committed and applied here, or with why it was not.
+    pub async fn append(&self, records: Vec<MetadataRecord>) -> Result<Committing, QuorumError> {
+        let rx = self
+            .raft
+            .client_write_ff(records)
+            .await
+            .map_err(|e| QuorumError::Shutdown(e.to_string()))?;
+        Ok(Committing { rx })
     }
 
     /// A reader of every committed record from offset 0 (or the snapshot's image if the log

@@ -194,7 +194,8 @@ impl super::ControllerOp for RegisterBroker {
         Ok(super::ControllerResult::new(records, broker_epoch))
     }
 
-    /// The new registration's session starts once it is committed; a single node is caught up
+    /// The new registration's session starts once it is appended (its offset is the one the
+    /// broker must catch up to); a single node is caught up
     /// by construction (it is its own metadata log), so it is unfenced at once.
     fn committed(&self, ctx: &mut super::OpContext<'_>, broker_epoch: &i64) -> Vec<MetadataRecord> {
         ctx.sessions.registered(

@@ -4,8 +4,10 @@
 //! machines (spec D) and returns the leader/ISR changes to commit next.
 //!
 //! The controller never mutates an image and never performs I/O: the shell that owns it
-//! appends the records to the metadata log, applies them, and calls `on_commit` with the new
-//! image. All randomness (topic ids, Kafka's random start index and shift) comes from one
+//! applies the records to the speculative image ([`Pipeline`]: committed plus in flight),
+//! appends them to the metadata log without waiting for the commit, and calls `on_commit` with
+//! the speculative image; a failed append reverts to the committed image with a fresh
+//! controller. All randomness (topic ids, Kafka's random start index and shift) comes from one
 //! seeded RNG, so a run is reproducible from its seed and its inputs.
 
 mod acls;
@@ -20,6 +22,7 @@ mod delete_topics;
 mod elect_leaders;
 mod events;
 pub mod op;
+pub mod pipeline;
 mod reassign;
 mod rebalance;
 mod scram;
@@ -50,6 +53,7 @@ pub use elect_leaders::{ElectLeaders, ElectionResult, ElectionType};
 use events::EventLog;
 pub use events::Events;
 pub use op::{absorb_each, ControllerOp, ControllerResult, EarlyAnswer, OpContext};
+pub use pipeline::{Appended, Pipeline};
 pub use reassign::{
     AlterReassignments, ReassignmentRequest, ReassignmentResult, NO_REASSIGNMENT_IN_PROGRESS,
 };

@@ -5,8 +5,9 @@
 //! controller over the quorum listener as JSON). The operation says what it is called on the
 //! wire, which field ranges a frame from anyone must respect, how it decides (pure: records
 //! plus the answer they stand for), and how that answer absorbs a failed commit. The broker's
-//! controller shell runs every operation through one generic path (queue, decide, commit,
-//! settle, answer) and its client through one generic call, so adding an operation touches its
+//! controller shell runs every operation through one generic path (queue, decide on the
+//! speculative image, append without waiting, settle, answer once committed: [`super::pipeline`])
+//! and its client through one generic call, so adding an operation touches its
 //! own decision file, the handler that asks for it and one registration line on the wire.
 
 use serde::de::DeserializeOwned;
@@ -91,9 +92,11 @@ pub trait ControllerOp: Serialize + DeserializeOwned + Clone + Send + Sync + 'st
         Err(error)
     }
 
-    /// Runs once the decided records committed (only if there were any), on the committed
-    /// image: session bookkeeping and records that can only be decided on that image
-    /// (committed next, in the same operation).
+    /// Runs once the decided records are appended (only if there were any), on the
+    /// speculative image that holds them (pipelined: before they commit; the answer still
+    /// waits for the commit, and a failed commit rebuilds the sessions from the committed
+    /// image): session bookkeeping and records that can only be decided on that image
+    /// (appended next, in the same operation).
     fn committed(&self, ctx: &mut OpContext<'_>, response: &Self::Response) -> Vec<MetadataRecord> {
         let _ = (ctx, response);
         Vec::new()

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use runnel_metadata::controller::Pipeline;
 use runnel_metadata::replication::AlterPartitionRequest;
 use runnel_metadata::{
     BrokerSessions, ConfigResource, Controller as PureController, ControllerConfig, MetadataImage,
@@ -121,19 +122,24 @@ impl Controller {
 }
 
 impl World {
-    /// Commits one batch at the next offsets, as the shell's `commit_once`; checks
-    /// invariant 5 on each election in it and traces what changed.
+    /// Commits one batch at the next offsets through the shell's pipeline (`Pipeline::append`
+    /// on the speculative image, then the commit listener; the simulated quorum commits at
+    /// once and never fails); checks invariant 5 on each election in it and traces what
+    /// changed.
     fn ctl_commit(&mut self, records: Vec<MetadataRecord>, how: &'static str) {
         if records.is_empty() {
             return;
         }
         let before = self.ctl.image.clone();
-        let first = before.offset + 1;
-        let numbered: Vec<(i64, MetadataRecord)> = (first..).zip(records.iter().cloned()).collect();
-        let next = before
-            .apply(&numbered)
-            .unwrap_or_else(|e| panic!("controller record rejected by the image: {e}"));
-        self.ctl.image = Arc::new(next);
+        let mut pipeline: Pipeline<()> = Pipeline::new(before.clone());
+        pipeline
+            .append(records.clone(), 0)
+            .unwrap_or_else(|e| panic!("controller record rejected by the image: {}", e.message));
+        let next = pipeline.speculative().clone();
+        if pipeline.commit(next.clone()).is_err() || pipeline.in_flight() != 0 {
+            panic!("the simulated quorum commits every batch as appended");
+        }
+        self.ctl.image = next;
         for r in &records {
             if let MetadataRecord::PartitionChange {
                 leader: Some(leader),
