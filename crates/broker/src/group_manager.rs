@@ -53,6 +53,27 @@ const INVALID_PRODUCER_EPOCH: i16 = 47;
 const STALE_MEMBER_EPOCH: i16 = 113;
 
 type FetchResult = (i16, Vec<FetchedOffset>);
+
+/// OffsetFetch v9+'s member id (nullable) and member epoch, checked for KIP-848 groups.
+pub type FetchMember = (Option<String>, i32);
+
+/// ListGroups' filters: states (v4+) and group types (v5+); empty = all, both compared
+/// case-insensitively as Kafka does.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub states: Vec<String>,
+    pub types: Vec<String>,
+}
+
+/// One ListGroups entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    pub state: String,
+    /// Kafka's group type: "classic" or "consumer".
+    pub group_type: String,
+}
 type PartitionCodes = Vec<(String, i32, i16)>;
 
 enum Command {
@@ -69,13 +90,14 @@ enum Command {
         String,
         Option<Vec<(String, Vec<i32>)>>,
         bool,
+        Option<FetchMember>,
         oneshot::Sender<FetchResult>,
     ),
     TxnCommit(TxnOffsetCommitRequest, oneshot::Sender<PartitionCodes>),
     /// A transaction marker replicated on this `__consumer_offsets` partition: (partition,
     /// producer id, commit).
     TxnCompleted(i32, i64, bool, oneshot::Sender<usize>),
-    List(Vec<String>, oneshot::Sender<Vec<(String, String, String)>>),
+    List(ListFilter, oneshot::Sender<Vec<ListedGroup>>),
     Describe(Vec<String>, oneshot::Sender<Vec<GroupDescription>>),
     Delete(Vec<String>, oneshot::Sender<Vec<(String, i16)>>),
     DeleteOffsets(
@@ -151,8 +173,9 @@ impl GroupHandle {
         group_id: String,
         partitions: Option<Vec<(String, Vec<i32>)>>,
         require_stable: bool,
+        member: Option<FetchMember>,
     ) -> FetchResult {
-        self.call(|r| Command::Fetch(group_id, partitions, require_stable, r))
+        self.call(|r| Command::Fetch(group_id, partitions, require_stable, member, r))
             .await
             .unwrap_or((COORDINATOR_NOT_AVAILABLE, Vec::new()))
     }
@@ -183,8 +206,8 @@ impl GroupHandle {
             .unwrap_or(0)
     }
 
-    pub async fn list(&self, states: Vec<String>) -> Vec<(String, String, String)> {
-        self.call(|r| Command::List(states, r))
+    pub async fn list(&self, filter: ListFilter) -> Vec<ListedGroup> {
+        self.call(|r| Command::List(filter, r))
             .await
             .unwrap_or_default()
     }
@@ -398,8 +421,8 @@ struct GroupManager {
     replicas: Arc<ReplicaManager>,
     image: watch::Receiver<Arc<MetadataImage>>,
     coordinators: BTreeMap<i32, GroupCoordinator>,
-    /// KIP-848 groups, per coordinator partition (membership is soft state: not persisted;
-    /// their offsets are stored like every other group's).
+    /// KIP-848 groups, per coordinator partition: durable like Kafka's (their records go to
+    /// the partition before an answer depends on them, and are replayed on load).
     consumer_groups: BTreeMap<i32, ConsumerGroups>,
     consumer_config: ConsumerGroupConfig,
     /// The static broker properties under the groups' own configs (`group_timeouts`).
@@ -520,20 +543,41 @@ impl GroupManager {
         }
         for p in led {
             if !self.coordinators.contains_key(&p) {
-                let coordinator = self.load(p);
+                let (coordinator, consumer) = self.load(p);
                 self.coordinators.insert(p, coordinator);
+                self.consumer_groups.insert(p, consumer);
             }
         }
     }
 
-    /// Replays the partition's records (and transaction markers) into a fresh coordinator.
-    fn load(&self, partition: i32) -> GroupCoordinator {
+    /// A coordinator's KIP-848 groups with the broker's settings, empty.
+    fn new_consumer_groups(&self) -> ConsumerGroups {
+        fresh_consumer_groups(&self.consumer_config, &self.group_timeouts)
+    }
+
+    /// Replays the partition's records (and transaction markers) into a fresh classic
+    /// coordinator and a fresh set of KIP-848 groups.
+    fn load(&self, partition: i32) -> (GroupCoordinator, ConsumerGroups) {
+        let now = now_ms();
         let mut coordinator = GroupCoordinator::new(self.config.clone());
+        let mut consumer = self.new_consumer_groups();
         let records = read_log(&self.replicas, OFFSETS_TOPIC, partition);
         let n = records.len();
-        coordinator.load_log(now_ms(), records);
+        // KIP-848 records are never transactional.
+        consumer.load(
+            now,
+            records.iter().filter_map(|r| match r {
+                LoadRecord::Record {
+                    producer_id: None,
+                    record,
+                } => Some(record),
+                _ => None,
+            }),
+            &self.topics,
+        );
+        coordinator.load_log(now, records);
         tracing::info!(partition, records = n, "loaded group coordinator partition");
-        coordinator
+        (coordinator, consumer)
     }
 
     fn fail_pending(&mut self, partition: i32, code: i16) {
@@ -590,6 +634,10 @@ impl GroupManager {
         match command {
             Command::Join(req, reply) => match self.route(&req.group_id) {
                 Ok(p) => {
+                    if let Err(code) = self.classic_join_allowed(p, &req.group_id) {
+                        let _ = reply.send(join_error(code, req.member_id));
+                        return;
+                    }
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Join(p, reply));
                     let outputs = self.coordinator(p).join(now, id, req);
@@ -635,13 +683,25 @@ impl GroupManager {
                 }
             },
             Command::Commit(req, reply) => self.commit(now, req, reply),
-            Command::Fetch(group_id, partitions, require_stable, reply) => {
+            Command::Fetch(group_id, partitions, require_stable, member, reply) => {
                 let result = match self.route(&group_id) {
-                    Ok(p) => self.coordinator(p).fetch_offsets_stable(
-                        &group_id,
-                        partitions.as_deref(),
-                        require_stable,
-                    ),
+                    Ok(p) => {
+                        let checked = member.map_or(Ok(()), |(id, epoch)| {
+                            self.consumer_groups_of(p).validate_offset_fetch(
+                                &group_id,
+                                id.as_deref(),
+                                epoch,
+                            )
+                        });
+                        match checked {
+                            Ok(()) => self.coordinator(p).fetch_offsets_stable(
+                                &group_id,
+                                partitions.as_deref(),
+                                require_stable,
+                            ),
+                            Err(code) => (code, Vec::new()),
+                        }
+                    }
                     Err(code) => (code, Vec::new()),
                 };
                 let _ = reply.send(result);
@@ -654,24 +714,9 @@ impl GroupManager {
                     .map_or(0, |c| c.complete_transaction(producer_id, commit));
                 let _ = reply.send(n);
             }
-            Command::List(states, reply) => {
+            Command::List(filter, reply) => {
                 self.follow_leadership();
-                let mut groups: Vec<(String, String, String)> = self
-                    .coordinators
-                    .values()
-                    .flat_map(|c| c.list_groups(&states))
-                    .collect();
-                for consumer in self.consumer_groups.values() {
-                    for (id, state) in consumer.list() {
-                        let wanted = states.is_empty()
-                            || states.iter().any(|s| s.eq_ignore_ascii_case(&state));
-                        if wanted {
-                            groups.retain(|g| g.0 != id);
-                            groups.push((id, "consumer".into(), state));
-                        }
-                    }
-                }
-                let _ = reply.send(groups);
+                let _ = reply.send(self.list_groups(&filter));
             }
             Command::Describe(group_ids, reply) => {
                 let out = group_ids
@@ -685,30 +730,7 @@ impl GroupManager {
             }
             Command::Delete(group_ids, reply) => self.delete_groups(group_ids, reply),
             Command::ConsumerHeartbeat(req, client_id, client_host, reply) => {
-                let response = match self.route(&req.group_id) {
-                    Ok(p) => {
-                        let client = ClientInfo {
-                            client_id: &client_id,
-                            client_host: &client_host,
-                        };
-                        let (config, timeouts) = (&self.consumer_config, &self.group_timeouts);
-                        let groups = self.consumer_groups.entry(p).or_insert_with(|| {
-                            let mut groups = ConsumerGroups::new(config.clone());
-                            groups.set_group_timeouts(timeouts.clone());
-                            groups
-                        });
-                        groups.heartbeat_from(now, req, client, &self.topics)
-                    }
-                    Err(code) => ConsumerHeartbeatResponse {
-                        error_code: code,
-                        error_message: None,
-                        member_id: None,
-                        member_epoch: 0,
-                        heartbeat_interval_ms: self.consumer_config.heartbeat_interval_ms,
-                        assignment: None,
-                    },
-                };
-                let _ = reply.send(response);
+                self.consumer_heartbeat(now, req, &client_id, &client_host, reply)
             }
             Command::ConsumerDescribe(group_ids, reply) => {
                 let mut out = Vec::with_capacity(group_ids.len());
@@ -743,6 +765,158 @@ impl GroupManager {
                     let _ = reply.send((code, Vec::new()));
                 }
             },
+        }
+    }
+
+    /// ListGroups over every partition this node coordinates: each id once, as a KIP-848
+    /// group if it is one (its offsets live in the classic coordinator as an Empty group).
+    fn list_groups(&self, filter: &ListFilter) -> Vec<ListedGroup> {
+        let matches = |wanted: &[String], value: &str| {
+            wanted.is_empty() || wanted.iter().any(|w| w.trim().eq_ignore_ascii_case(value))
+        };
+        let mut out: BTreeMap<String, ListedGroup> = BTreeMap::new();
+        for c in self.coordinators.values() {
+            for (group_id, protocol_type, state) in c.list_groups(&[]) {
+                let listed = ListedGroup {
+                    group_id: group_id.clone(),
+                    protocol_type,
+                    state,
+                    group_type: "classic".into(),
+                };
+                out.insert(group_id, listed);
+            }
+        }
+        for consumer in self.consumer_groups.values() {
+            for (group_id, state) in consumer.list() {
+                let listed = ListedGroup {
+                    group_id: group_id.clone(),
+                    protocol_type: "consumer".into(),
+                    state,
+                    group_type: "consumer".into(),
+                };
+                out.insert(group_id, listed);
+            }
+        }
+        out.into_values()
+            .filter(|g| matches(&filter.states, &g.state) && matches(&filter.types, &g.group_type))
+            .collect()
+    }
+
+    /// ConsumerGroupHeartbeat: decided by the pure KIP-848 groups, whose records go to the
+    /// group's partition before the answer, which waits until they (and every earlier record
+    /// of the partition, as Kafka's coordinator runtime waits for its last written offset)
+    /// are replicated. A failed append reverts the decision and answers its error.
+    fn consumer_heartbeat(
+        &mut self,
+        now: i64,
+        req: ConsumerHeartbeat,
+        client_id: &str,
+        client_host: &str,
+        reply: oneshot::Sender<ConsumerHeartbeatResponse>,
+    ) {
+        let failed = move |code: i16, heartbeat_interval_ms: i32| ConsumerHeartbeatResponse {
+            error_code: code,
+            error_message: None,
+            member_id: None,
+            member_epoch: 0,
+            heartbeat_interval_ms,
+            assignment: None,
+        };
+        let p = match self.route(&req.group_id) {
+            Ok(p) => p,
+            Err(code) => {
+                let interval = self.consumer_config.heartbeat_interval_ms;
+                let _ = reply.send(failed(code, interval));
+                return;
+            }
+        };
+        let client = ClientInfo {
+            client_id,
+            client_host,
+        };
+        let interval = self
+            .consumer_groups_of(p)
+            .timeouts(&req.group_id)
+            .heartbeat_interval_ms;
+        if self.coordinator(p).has_members(&req.group_id) {
+            // Kafka: a classic group with members is only taken over by an online upgrade
+            // (`group.consumer.migration.policy`), which Runnel does not do yet.
+            let _ = reply.send(ConsumerHeartbeatResponse {
+                error_message: Some(format!("Group {} is not a consumer group", req.group_id)),
+                ..failed(runnel_group::errors::GROUP_ID_NOT_FOUND, interval)
+            });
+            return;
+        }
+        let (config, timeouts, topics) =
+            (&self.consumer_config, &self.group_timeouts, &self.topics);
+        let groups = self
+            .consumer_groups
+            .entry(p)
+            .or_insert_with(|| fresh_consumer_groups(config, timeouts));
+        let response = groups.heartbeat_from(now, req, client, topics);
+        let records = groups.take_records();
+        let written = match self.persist(p, records) {
+            Written::Failed(code) => {
+                self.consumer_groups_of(p).revert_records();
+                let _ = reply.send(failed(code, interval));
+                return;
+            }
+            Written::Done => self.unreplicated_tail(p),
+            pending => pending,
+        };
+        self.when_written(
+            p,
+            written,
+            Box::new(move |err| {
+                let _ = reply.send(if err == 0 {
+                    response
+                } else {
+                    failed(err, interval)
+                });
+            }),
+        );
+    }
+
+    /// Whether a classic JoinGroup may go to the classic coordinator: not while a KIP-848
+    /// group with members has the id (INCONSISTENT_GROUP_PROTOCOL: Kafka serves classic
+    /// members inside a consumer group only through the migration Runnel does not do yet).
+    /// An empty KIP-848 group gives way, with its tombstones, as Kafka deletes it.
+    fn classic_join_allowed(&mut self, partition: i32, group_id: &str) -> Result<(), i16> {
+        let consumer = self.consumer_groups_of(partition);
+        if !consumer.contains(group_id) {
+            return Ok(());
+        }
+        if consumer.has_members(group_id) {
+            return Err(runnel_group::errors::INCONSISTENT_GROUP_PROTOCOL);
+        }
+        consumer.delete(group_id);
+        let records = consumer.take_records();
+        match self.persist(partition, records) {
+            Written::Failed(code) => {
+                self.consumer_groups_of(partition).revert_records();
+                Err(code)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The KIP-848 groups of a partition this node coordinates.
+    fn consumer_groups_of(&mut self, partition: i32) -> &mut ConsumerGroups {
+        let (config, timeouts) = (&self.consumer_config, &self.group_timeouts);
+        self.consumer_groups
+            .entry(partition)
+            .or_insert_with(|| fresh_consumer_groups(config, timeouts))
+    }
+
+    /// What an answer that wrote nothing still waits for: the records already appended to the
+    /// partition and not yet replicated (an answer must not show state a failover could take
+    /// back).
+    fn unreplicated_tail(&self, partition: i32) -> Written {
+        match self.replicas.get(OFFSETS_TOPIC, partition) {
+            Some(p) if p.high_watermark() < p.log_end_offset() => {
+                Written::Pending(p.log_end_offset())
+            }
+            _ => Written::Done,
         }
     }
 
@@ -908,9 +1082,33 @@ impl GroupManager {
         for g in group_ids {
             match self.route(&g) {
                 Ok(p) => {
-                    let (results, records) =
+                    // A KIP-848 group goes with its tombstones, then its offsets (held by the
+                    // classic coordinator) with theirs.
+                    let mut records = Vec::new();
+                    let consumer = self.consumer_groups_of(p);
+                    if consumer.contains(&g) {
+                        let code = consumer.delete(&g);
+                        if code != 0 {
+                            out.push((g, code));
+                            continue;
+                        }
+                        records = consumer.take_records();
+                    }
+                    let is_consumer = !records.is_empty();
+                    let (mut results, classic) =
                         self.coordinator(p).delete_groups(std::slice::from_ref(&g));
+                    if is_consumer {
+                        for r in &mut results {
+                            if r.1 == runnel_group::errors::GROUP_ID_NOT_FOUND {
+                                r.1 = 0;
+                            }
+                        }
+                    }
+                    records.extend(classic);
                     let written = self.persist(p, records);
+                    if let (true, Written::Failed(_)) = (is_consumer, written) {
+                        self.consumer_groups_of(p).revert_records();
+                    }
                     writes.push((p, written, out.len()..out.len() + results.len()));
                     out.extend(results);
                 }
@@ -949,8 +1147,17 @@ impl GroupManager {
             let outputs = self.coordinator(p).tick(now);
             self.apply_outputs(p, outputs);
         }
-        for groups in self.consumer_groups.values_mut() {
+        let partitions: Vec<i32> = self.consumer_groups.keys().copied().collect();
+        for p in partitions {
+            let Some(groups) = self.consumer_groups.get_mut(&p) else {
+                continue;
+            };
             groups.tick(now, &self.topics);
+            let records = groups.take_records();
+            if let Written::Failed(code) = self.persist(p, records) {
+                tracing::warn!(partition = p, code, "consumer group records not appended");
+                self.consumer_groups_of(p).revert_records();
+            }
         }
         for (waiter, outcome) in self.purgatory.expire(now) {
             tracing::warn!("group records not replicated in time");
@@ -1112,9 +1319,36 @@ impl GroupManager {
             }
             Err((code, message)) => {
                 tracing::error!(partition, code, %message, "cannot persist group records");
-                Written::Failed(COORDINATOR_NOT_AVAILABLE)
+                Written::Failed(coordinator_write_error(code))
             }
         }
+    }
+}
+
+/// A coordinator's KIP-848 groups with the broker's settings, empty.
+fn fresh_consumer_groups(
+    config: &ConsumerGroupConfig,
+    timeouts: &BTreeMap<String, GroupTimeouts>,
+) -> ConsumerGroups {
+    let mut groups = ConsumerGroups::new(config.clone());
+    groups.set_group_timeouts(timeouts.clone());
+    groups
+}
+
+/// The error a group request gets when the append of its records fails with `code` (Kafka's
+/// `CoordinatorOperationExceptionHelper`): the partition is gone from this leader or its disk
+/// failed -> NOT_COORDINATOR (the client looks the coordinator up again); too few replicas or
+/// a timeout -> COORDINATOR_NOT_AVAILABLE; a batch too large -> UNKNOWN_SERVER_ERROR. Any other
+/// refusal is COORDINATOR_NOT_AVAILABLE, which every client retries.
+fn coordinator_write_error(code: i16) -> i16 {
+    const UNKNOWN_SERVER_ERROR: i16 = -1;
+    match code {
+        // NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
+        6 | 56 => NOT_COORDINATOR,
+        // MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_FETCH_SIZE
+        10 | 18 | 4 => UNKNOWN_SERVER_ERROR,
+        // UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, and the rest
+        _ => COORDINATOR_NOT_AVAILABLE,
     }
 }
 

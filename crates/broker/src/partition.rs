@@ -204,6 +204,11 @@ impl Partition {
         self.progress.borrow().high_watermark
     }
 
+    /// The log end offset (the next offset an append gets).
+    pub fn log_end_offset(&self) -> i64 {
+        self.progress.borrow().log_end_offset
+    }
+
     /// The last stable offset: read_committed consumers read below it (KIP-98).
     pub fn last_stable_offset(&self) -> i64 {
         self.progress.borrow().last_stable_offset

@@ -88,7 +88,7 @@ pub struct MemberMetadataValue {
 /// Writes an int16-length string. Callers validate lengths at the API boundary
 /// ([`fits_int16_string`]); an over-long string is truncated at a char boundary here rather
 /// than panicking or producing an undecodable record.
-fn put_str(buf: &mut BytesMut, s: &str) {
+pub(crate) fn put_str(buf: &mut BytesMut, s: &str) {
     let mut end = s.len().min(i16::MAX as usize);
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -16,7 +16,7 @@ use runnel_metadata::CreateTopicRequest;
 use super::{str_bytes, topic_name};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
-use crate::group_manager::{COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
+use crate::group_manager::{FetchMember, ListFilter, COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
 use crate::txn_manager::TXN_TOPIC;
 
 const INVALID_REQUEST: i16 = 42;
@@ -443,10 +443,11 @@ async fn fetch_group(
     group: String,
     requested: Requested,
     require_stable: bool,
+    member: Option<FetchMember>,
 ) -> (i16, FetchedTopics) {
     let (code, found) = broker
         .groups
-        .fetch(group, requested.clone(), require_stable)
+        .fetch(group, requested.clone(), require_stable, member)
         .await;
     if code != 0 {
         return (code, Vec::new());
@@ -479,11 +480,14 @@ pub async fn offset_fetch(
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
+            // v9: KIP-848 members fetch with their member id and epoch.
+            let member = (version >= 9).then(|| (opt(&g.member_id), g.member_epoch));
             let (code, topics) = fetch_group(
                 broker,
                 g.group_id.0.to_string(),
                 requested,
                 request.require_stable,
+                member,
             )
             .await;
             let topics = topics
@@ -527,6 +531,7 @@ pub async fn offset_fetch(
         request.group_id.0.to_string(),
         requested,
         request.require_stable,
+        None,
     )
     .await;
     let topics = topics
@@ -585,29 +590,30 @@ pub async fn list_groups(
     request: ListGroupsRequest,
     version: i16,
 ) -> ListGroupsResponse {
-    let states: Vec<String> = if version >= 4 {
-        request
-            .states_filter
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let strings = |v: &[StrBytes]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut filter = ListFilter::default();
+    if version >= 4 {
+        filter.states = strings(&request.states_filter);
+    }
+    if version >= 5 {
+        filter.types = strings(&request.types_filter);
+    }
     let groups = broker
         .groups
-        .list(states)
+        .list(filter)
         .await
         .into_iter()
-        .map(|(id, protocol_type, state)| {
-            let g = list_groups_response::ListedGroup::default()
-                .with_group_id(GroupId(str_bytes(&id)))
-                .with_protocol_type(str_bytes(&protocol_type));
+        .map(|g| {
+            let mut listed = list_groups_response::ListedGroup::default()
+                .with_group_id(GroupId(str_bytes(&g.group_id)))
+                .with_protocol_type(str_bytes(&g.protocol_type));
             if version >= 4 {
-                g.with_group_state(str_bytes(&state))
-            } else {
-                g
+                listed = listed.with_group_state(str_bytes(&g.state));
             }
+            if version >= 5 {
+                listed = listed.with_group_type(str_bytes(&g.group_type));
+            }
+            listed
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)

@@ -47,6 +47,7 @@ impl ConsumerGroups {
         topics: &TopicsView,
     ) -> ConsumerHeartbeatResponse {
         let interval = self.timeouts(&req.group_id).heartbeat_interval_ms;
+        self.touch(&req.group_id);
         let resp = match self.heartbeat_inner(now_ms, &req, client, topics) {
             Ok(r) => r,
             Err((code, message)) => ConsumerHeartbeatResponse::error(code, message, interval),

@@ -25,6 +25,7 @@ mod heartbeat;
 mod leave;
 mod member;
 mod reconcile;
+pub mod records;
 mod regex;
 mod subscription;
 mod timers;
@@ -44,9 +45,23 @@ pub use member::{MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBE
 pub use regex::Regex as TopicRegex;
 pub use validate::CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION;
 
+use crate::api::OffsetsRecord;
 use crate::coordinator::MemberIdGenerator;
 use codes::*;
 use group::ConsumerGroup;
+pub use records::{is_consumer_group_key, DurableGroup};
+
+/// The member-epoch rule of offset commits and fetches: the member exists (25
+/// UNKNOWN_MEMBER_ID) and sends exactly its current epoch (113 STALE_MEMBER_EPOCH).
+fn check_member_epoch(g: &ConsumerGroup, member_id: &str, member_epoch: i32) -> Result<(), i16> {
+    let Some(m) = g.members.get(member_id) else {
+        return Err(UNKNOWN_MEMBER_ID);
+    };
+    if m.member_epoch != member_epoch {
+        return Err(STALE_MEMBER_EPOCH);
+    }
+    Ok(())
+}
 
 /// One group's `consumer.session.timeout.ms` and `consumer.heartbeat.interval.ms` (Kafka 4.0
 /// group configs, resource type 32): the group's overrides over the broker's
@@ -66,6 +81,14 @@ pub struct ConsumerGroups {
     assignors: Vec<String>,
     groups: BTreeMap<String, ConsumerGroup>,
     new_member_id: MemberIdGenerator,
+    /// What the log holds for each group, as of the last [`take_records`](Self::take_records).
+    durable: BTreeMap<String, DurableGroup>,
+    /// Groups changed since the last `take_records`, with their state before the first change
+    /// (`None`: the group did not exist), for [`revert_records`](Self::revert_records).
+    touched: BTreeMap<String, Option<ConsumerGroup>>,
+    /// What the last `take_records` covered: per group, its state and durable projection
+    /// before, so a failed append can put both back.
+    undo: BTreeMap<String, (Option<ConsumerGroup>, Option<DurableGroup>)>,
 }
 
 impl std::fmt::Debug for ConsumerGroups {
@@ -94,6 +117,9 @@ impl ConsumerGroups {
             timeouts: BTreeMap::new(),
             groups: BTreeMap::new(),
             new_member_id: generator,
+            durable: BTreeMap::new(),
+            touched: BTreeMap::new(),
+            undo: BTreeMap::new(),
         }
     }
 
@@ -125,6 +151,14 @@ impl ConsumerGroups {
         self.groups.contains_key(group_id)
     }
 
+    /// Whether `group_id` is a KIP-848 group with members (a classic JoinGroup may not join
+    /// it, see `group_manager`).
+    pub fn has_members(&self, group_id: &str) -> bool {
+        self.groups
+            .get(group_id)
+            .is_some_and(|g| !g.members.is_empty())
+    }
+
     /// The OffsetCommit v9+ / OffsetFetch check: the member must exist and send exactly its
     /// current epoch (113 STALE_MEMBER_EPOCH otherwise, 25 UNKNOWN_MEMBER_ID for an unknown
     /// member or group). A negative epoch is accepted while the group has no members: that is
@@ -141,13 +175,26 @@ impl ConsumerGroups {
         if member_epoch < 0 && g.members.is_empty() {
             return Ok(());
         }
-        let Some(m) = g.members.get(member_id) else {
-            return Err(UNKNOWN_MEMBER_ID);
+        check_member_epoch(g, member_id, member_epoch)
+    }
+
+    /// OffsetFetch v9+ (Kafka's `ConsumerGroup.validateOffsetFetch`): a request without a
+    /// member id and with a negative epoch is an admin's or an old client's and is accepted;
+    /// otherwise the member must exist (25 UNKNOWN_MEMBER_ID) at exactly its epoch (113
+    /// STALE_MEMBER_EPOCH). Groups that are not KIP-848 groups here are not checked.
+    pub fn validate_offset_fetch(
+        &self,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), i16> {
+        let Some(g) = self.groups.get(group_id) else {
+            return Ok(());
         };
-        if m.member_epoch != member_epoch {
-            return Err(STALE_MEMBER_EPOCH);
+        match member_id {
+            None if member_epoch < 0 => Ok(()),
+            id => check_member_epoch(g, id.unwrap_or_default(), member_epoch),
         }
-        Ok(())
     }
 
     /// DeleteGroups: only an empty group can go (68 NON_EMPTY_GROUP, 69 GROUP_ID_NOT_FOUND).
@@ -156,10 +203,93 @@ impl ConsumerGroups {
             None => GROUP_ID_NOT_FOUND,
             Some(g) if !g.members.is_empty() => NON_EMPTY_GROUP,
             Some(_) => {
+                self.touch(group_id);
                 self.groups.remove(group_id);
                 NONE
             }
         }
+    }
+
+    /// Notes that `group_id` may change: its state before the first change since the last
+    /// [`take_records`](Self::take_records) is kept for [`revert_records`](Self::revert_records).
+    pub(crate) fn touch(&mut self, group_id: &str) {
+        if !self.touched.contains_key(group_id) {
+            let before = self.groups.get(group_id).cloned();
+            self.touched.insert(group_id.to_string(), before);
+        }
+    }
+
+    /// The records the decisions since the last call produced (Kafka's formats, see
+    /// [`records`]): for every group they changed, the difference between what the log holds
+    /// and the group's durable state now. The shell appends them to the group's
+    /// `__consumer_offsets` partition before answering; if the append fails it calls
+    /// [`revert_records`](Self::revert_records) so memory is never ahead of the log.
+    pub fn take_records(&mut self) -> Vec<OffsetsRecord> {
+        self.undo.clear();
+        let mut out = Vec::new();
+        for (id, before) in std::mem::take(&mut self.touched) {
+            let now = self.groups.get(&id).map(DurableGroup::of);
+            let old = self.durable.get(&id);
+            if now.as_ref() == old {
+                continue;
+            }
+            out.extend(records::records_between(&id, old, now.as_ref()));
+            let old = match now {
+                Some(d) => self.durable.insert(id.clone(), d),
+                None => self.durable.remove(&id),
+            };
+            self.undo.insert(id, (before, old));
+        }
+        out
+    }
+
+    /// Undoes the decisions whose records the last [`take_records`](Self::take_records)
+    /// returned (their append failed): those groups are back as they were before, the other
+    /// groups are untouched.
+    pub fn revert_records(&mut self) {
+        for (id, (group, durable)) in std::mem::take(&mut self.undo) {
+            match group {
+                Some(g) => self.groups.insert(id.clone(), g),
+                None => self.groups.remove(&id),
+            };
+            match durable {
+                Some(d) => self.durable.insert(id, d),
+                None => self.durable.remove(&id),
+            };
+        }
+        self.debug_check();
+    }
+
+    /// Rebuilds the groups of a `__consumer_offsets` partition from its records (in log
+    /// order; classic-group and offset records are ignored) when this coordinator becomes its
+    /// leader. Members get a fresh session from `now_ms` (and a fresh revocation deadline if
+    /// they were revoking), and the groups' regexes are resolved against `topics` at once, so
+    /// the first heartbeats after a failover see the same subscriptions as before it. Groups
+    /// already held under the same ids are replaced.
+    pub fn load<'a>(
+        &mut self,
+        now_ms: i64,
+        records: impl IntoIterator<Item = &'a OffsetsRecord>,
+        topics: &TopicsView,
+    ) {
+        for (id, durable) in records::replay(records) {
+            let session = self.timeouts(&id).session_timeout_ms;
+            let mut g = durable.clone().into_group(&id, now_ms, session);
+            g.regexes.track(g.members.values());
+            g.regexes.refresh(now_ms, topics);
+            self.durable.insert(id.clone(), DurableGroup::of(&g));
+            self.touched.remove(&id);
+            self.groups.insert(id, g);
+        }
+        self.debug_check();
+    }
+
+    /// Every group's durable state (what a reload from the log rebuilds).
+    pub fn durable_view(&self) -> BTreeMap<String, DurableGroup> {
+        self.groups
+            .iter()
+            .map(|(id, g)| (id.clone(), DurableGroup::of(g)))
+            .collect()
     }
 
     /// Checks every group's invariants (no partition with two owners, targets disjoint,

@@ -5,23 +5,34 @@
 
 use super::api::TopicsView;
 use super::leave::fence_member;
-use super::member::MemberState;
+use super::member::{Member, MemberState};
 use super::ConsumerGroups;
 
 impl ConsumerGroups {
     /// Advances time to `now_ms` (the shell calls it every ~100 ms; a late tick fires
     /// everything due).
     pub fn tick(&mut self, now_ms: i64, topics: &TopicsView) {
+        let mut changing = Vec::new();
         for g in self.groups.values_mut() {
+            g.regexes.track(g.members.values());
+            let expired = g.members.values().any(|m| is_due(m, now_ms));
+            // Only groups this tick changes are noted for their records.
+            if expired || g.regexes.refresh_due(now_ms, topics) {
+                changing.push(g.id.clone());
+            }
+        }
+        for id in &changing {
+            self.touch(id);
+        }
+        for id in changing {
+            let Some(g) = self.groups.get_mut(&id) else {
+                continue;
+            };
             g.refresh_regexes(now_ms, topics);
             let due: Vec<String> = g
                 .members
                 .values()
-                .filter(|m| {
-                    now_ms >= m.session_deadline_ms
-                        || (m.state == MemberState::UnrevokedPartitions
-                            && m.revocation_deadline_ms.is_some_and(|d| now_ms >= d))
-                })
+                .filter(|m| is_due(m, now_ms))
                 .map(|m| m.id.clone())
                 .collect();
             for id in due {
@@ -31,4 +42,12 @@ impl ConsumerGroups {
         }
         self.debug_check();
     }
+}
+
+/// Whether `m` is to be fenced at `now_ms`: its session expired, or it did not confirm a
+/// revocation within its rebalance timeout.
+fn is_due(m: &Member, now_ms: i64) -> bool {
+    now_ms >= m.session_deadline_ms
+        || (m.state == MemberState::UnrevokedPartitions
+            && m.revocation_deadline_ms.is_some_and(|d| now_ms >= d))
 }

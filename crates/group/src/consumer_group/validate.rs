@@ -28,6 +28,12 @@ pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<
     if blank(&req.group_id) {
         return invalid("GroupId can't be empty.");
     }
+    // Both go into int16-length record keys (`records`).
+    if !crate::codec::fits_int16_string(&req.group_id)
+        || !crate::codec::fits_int16_string(&req.member_id)
+    {
+        return invalid("GroupId and MemberId must be at most 32767 bytes.");
+    }
     if req.instance_id.as_deref().is_some_and(blank) {
         return invalid("InstanceId can't be empty.");
     }

@@ -24,8 +24,9 @@ impl GroupCoordinator {
     /// Replays the records of one `__consumer_offsets` partition, in log order: the last
     /// value per key wins and tombstones delete. Groups with a metadata record come back
     /// Stable (members, assignments, leader) or Empty; groups with only offsets come back
-    /// Empty. Loaded members get a fresh session from `now_ms`. Undecodable records (and key
-    /// versions 3+, KIP-848 groups) are skipped with a warning. Groups already held under the
+    /// Empty. Loaded members get a fresh session from `now_ms`. Undecodable records are skipped
+    /// with a warning; KIP-848 group records (key versions 3..=8, 16) are left to
+    /// [`ConsumerGroups::load`](crate::ConsumerGroups::load). Groups already held under the
     /// same ids are replaced; call [`unload`](Self::unload) first to answer their parked
     /// requests.
     pub fn load(&mut self, now_ms: i64, records: impl IntoIterator<Item = OffsetsRecord>) {
@@ -62,6 +63,10 @@ impl GroupCoordinator {
                     continue;
                 }
             };
+            if crate::consumer_group::is_consumer_group_key(&rec.key) {
+                // KIP-848 groups: `ConsumerGroups::load` replays these.
+                continue;
+            }
             match codec::decode_key(&rec.key) {
                 Ok(OffsetsKey::Offset {
                     group,

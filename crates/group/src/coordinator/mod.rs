@@ -99,6 +99,14 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// Whether `group_id` is a classic group with members (a KIP-848 heartbeat may not take
+    /// it over, see `group_manager`).
+    pub fn has_members(&self, group_id: &str) -> bool {
+        self.groups
+            .get(group_id)
+            .is_some_and(|g| !g.members.is_empty())
+    }
+
     /// The group's generation and leader, for tests and diagnostics.
     pub fn generation_and_leader(&self, group_id: &str) -> Option<(i32, Option<String>)> {
         self.groups

@@ -28,6 +28,13 @@ fn heartbeat_error_codes() {
             42,
         ),
         ("empty group id", join_req("", "m9", &["t"]), 42),
+        // Both go into int16-length record keys: longer ones would not fit (records.rs).
+        ("member id over 32767 bytes", join(&"m".repeat(32_768)), 42),
+        (
+            "group id over 32767 bytes",
+            join_req(&"g".repeat(32_768), "m9", &["t"]),
+            42,
+        ),
         (
             "blank instance id",
             ConsumerHeartbeat {

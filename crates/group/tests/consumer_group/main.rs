@@ -2,6 +2,7 @@
 //! public API (one test binary).
 
 mod common;
+mod durable;
 mod errors;
 mod properties;
 mod scenarios;

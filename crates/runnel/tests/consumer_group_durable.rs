@@ -1,0 +1,236 @@
+//! Durable KIP-848 groups against the real binary: a broker killed with SIGKILL and started
+//! again on its data dir answers the members' next heartbeats at the epochs and with the
+//! assignments they had (their records are replayed from `__consumer_offsets`), instead of
+//! UNKNOWN_MEMBER_ID and a rejoin storm. Also the protocol rules around them: ListGroups v5
+//! (group types), OffsetFetch v9 (member epochs), and one group id never running both
+//! protocols at once.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use support::*;
+use uuid::Uuid;
+
+type Owned = BTreeMap<Uuid, BTreeSet<i32>>;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// A KIP-848 member speaking raw ConsumerGroupHeartbeat v1.
+struct Member {
+    group: String,
+    id: String,
+    epoch: i32,
+    owned: Owned,
+}
+
+impl Member {
+    fn new(group: &str, id: &str) -> Self {
+        Member {
+            group: group.into(),
+            id: id.into(),
+            epoch: 0,
+            owned: Owned::new(),
+        }
+    }
+
+    /// One heartbeat reporting what it owns; takes the assignment of a successful answer.
+    fn heartbeat(&mut self, wire: &mut Wire) -> ConsumerGroupHeartbeatResponse {
+        let join = self.epoch == 0;
+        let owned = self
+            .owned
+            .iter()
+            .map(|(t, ps)| {
+                TopicPartitions::default()
+                    .with_topic_id(*t)
+                    .with_partitions(ps.iter().copied().collect())
+            })
+            .collect();
+        let req = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(s(&self.group)))
+            .with_member_id(s(&self.id))
+            .with_member_epoch(self.epoch)
+            .with_rebalance_timeout_ms(if join { 30_000 } else { -1 })
+            .with_subscribed_topic_names(join.then(|| vec![TopicName(s("t"))]))
+            .with_topic_partitions(Some(owned));
+        let resp: ConsumerGroupHeartbeatResponse =
+            wire.call(ApiKey::ConsumerGroupHeartbeat, 1, &req);
+        if resp.error_code == 0 {
+            self.epoch = resp.member_epoch;
+            if let Some(a) = &resp.assignment {
+                self.owned = a
+                    .topic_partitions
+                    .iter()
+                    .map(|tp| (tp.topic_id, tp.partitions.iter().copied().collect()))
+                    .collect();
+            }
+        }
+        resp
+    }
+}
+
+fn wait_for_coordinator(addr: &str, group: &str) {
+    wait_until("a group coordinator", || {
+        let req = FindCoordinatorRequest::default().with_key(s(group));
+        Wire::try_connect(addr)
+            .and_then(|mut w| {
+                w.try_call::<_, FindCoordinatorResponse>(ApiKey::FindCoordinator, 3, &req)
+            })
+            .is_some_and(|r| r.error_code == 0)
+    });
+}
+
+fn describe(wire: &mut Wire, group: &str) -> consumer_group_describe_response::DescribedGroup {
+    let req = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s(group))]);
+    let mut resp: ConsumerGroupDescribeResponse = wire.call(ApiKey::ConsumerGroupDescribe, 0, &req);
+    resp.groups.remove(0)
+}
+
+/// (group epoch, assignment epoch, member id -> (member epoch, assignment)).
+type Described = (i32, i32, BTreeMap<String, (i32, Owned)>);
+
+fn summary(g: &consumer_group_describe_response::DescribedGroup) -> Described {
+    let members = g
+        .members
+        .iter()
+        .map(|m| {
+            let owned = m
+                .assignment
+                .topic_partitions
+                .iter()
+                .map(|tp| (tp.topic_id, tp.partitions.iter().copied().collect()))
+                .collect();
+            (m.member_id.to_string(), (m.member_epoch, owned))
+        })
+        .collect();
+    (g.group_epoch, g.assignment_epoch, members)
+}
+
+/// Two members heartbeat (acknowledging) until the group is Stable.
+fn settle(wire: &mut Wire, members: &mut [Member]) {
+    wait_until("a stable group", || {
+        for m in members.iter_mut() {
+            assert_eq!(m.heartbeat(wire).error_code, 0);
+        }
+        describe(wire, &members[0].group).group_state.as_str() == "Stable"
+    });
+}
+
+#[test]
+fn a_restarted_coordinator_keeps_member_epochs_and_assignments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = TestBroker::start(dir.path(), &["offsets.topic.num.partitions=1"]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("t", 4, 1, &[]).0, 0);
+    wait_for_coordinator(&broker.addr, "g");
+    let mut members = [
+        Member::new("g", "member-a-0000000001"),
+        Member::new("g", "member-b-0000000001"),
+    ];
+    settle(&mut wire, &mut members);
+    let before = summary(&describe(&mut wire, "g"));
+    assert_eq!(before.2.len(), 2);
+    assert!(members
+        .iter()
+        .all(|m| m.owned.values().map(BTreeSet::len).sum::<usize>() == 2));
+
+    broker.restart();
+    wait_for_coordinator(&broker.addr, "g");
+    let mut wire = broker.connect();
+    assert_eq!(summary(&describe(&mut wire, "g")), before);
+    for m in &mut members {
+        let (epoch, owned) = (m.epoch, m.owned.clone());
+        let r = m.heartbeat(&mut wire);
+        assert_eq!((r.error_code, r.member_epoch), (0, epoch), "{r:?}");
+        assert_eq!(m.owned, owned);
+    }
+    // The loaded state is checked, not just accepted: an epoch from the future is fenced.
+    let mut ghost = Member::new("g", &members[0].id);
+    ghost.epoch = members[0].epoch + 5;
+    assert_eq!(ghost.heartbeat(&mut wire).error_code, 110);
+}
+
+#[test]
+fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(
+        dir.path(),
+        &[
+            "offsets.topic.num.partitions=1",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+    );
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("t", 2, 1, &[]).0, 0);
+    wait_for_coordinator(&broker.addr, "g");
+    let mut m = Member::new("g", "member-a-0000000001");
+    assert_eq!(m.heartbeat(&mut wire).error_code, 0);
+
+    // A classic group with a member.
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(s("cg")))
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+        )
+        .with_name(s("range"))
+        .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]))]);
+    let r: JoinGroupResponse = wire.call(ApiKey::JoinGroup, 3, &join);
+    assert_eq!(r.error_code, 0);
+
+    // ListGroups v5: group types, filtered case-insensitively.
+    let list = |wire: &mut Wire, types: &[&str]| -> Vec<(String, String)> {
+        let req =
+            ListGroupsRequest::default().with_types_filter(types.iter().map(|t| s(t)).collect());
+        let resp: ListGroupsResponse = wire.call(ApiKey::ListGroups, 5, &req);
+        resp.groups
+            .iter()
+            .map(|g| (g.group_id.to_string(), g.group_type.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        list(&mut wire, &[]),
+        vec![
+            ("cg".to_string(), "classic".to_string()),
+            ("g".to_string(), "consumer".to_string())
+        ]
+    );
+    assert_eq!(
+        list(&mut wire, &["Consumer"]),
+        vec![("g".to_string(), "consumer".to_string())]
+    );
+
+    // OffsetFetch v9: the member's id and epoch are checked.
+    let fetch = |wire: &mut Wire, member: Option<&str>, epoch: i32| -> i16 {
+        let req = OffsetFetchRequest::default().with_groups(vec![
+            offset_fetch_request::OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(s("g")))
+                .with_member_id(member.map(s))
+                .with_member_epoch(epoch)
+                .with_topics(None),
+        ]);
+        let resp: OffsetFetchResponse = wire.call(ApiKey::OffsetFetch, 9, &req);
+        resp.groups[0].error_code
+    };
+    assert_eq!(fetch(&mut wire, Some(&m.id), m.epoch), 0);
+    assert_eq!(fetch(&mut wire, Some(&m.id), m.epoch + 1), 113);
+    assert_eq!(fetch(&mut wire, Some("stranger"), m.epoch), 25);
+    assert_eq!(fetch(&mut wire, None, -1), 0, "an admin's fetch");
+
+    // One protocol per group id: a classic join to the consumer group, and a KIP-848
+    // heartbeat to the classic group, are refused as Kafka refuses them without migration.
+    let r: JoinGroupResponse = wire.call(
+        ApiKey::JoinGroup,
+        3,
+        &join.clone().with_group_id(GroupId(s("g"))),
+    );
+    assert_eq!(r.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    let r = Member::new("cg", "member-c-0000000001").heartbeat(&mut wire);
+    assert_eq!(r.error_code, 69, "GROUP_ID_NOT_FOUND: {r:?}");
+}
