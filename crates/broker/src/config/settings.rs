@@ -107,9 +107,7 @@ impl Resolver<'_> {
 
 /// A LONG property within its range.
 fn long(key: &str, raw: &str) -> Result<i64, BrokerError> {
-    let v = raw
-        .parse::<i64>()
-        .map_err(|_| BrokerError::Config(format!("{key} must be an integer, got '{raw}'")))?;
+    let v = integer(key, raw)?;
     let Some(d) = def_of(key) else {
         return Ok(v);
     };

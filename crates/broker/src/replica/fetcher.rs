@@ -146,11 +146,8 @@ async fn fetch_loop(
             continue;
         };
         correlation = correlation.wrapping_add(1);
-        let broker_epoch = image.borrow().brokers.get(&node_id).map_or(-1, |b| b.epoch);
         let (request, epochs) = build_request(
-            ReplicaState::default()
-                .with_replica_id(BrokerId(node_id))
-                .with_replica_epoch(broker_epoch),
+            replica_state(&image.borrow(), node_id),
             response_max_bytes,
             &replicas,
             &partitions,
@@ -244,6 +241,14 @@ async fn interruptible(
 /// The leader epoch each partition was fetched in, and its topic's name, by (topic id,
 /// partition): v13+ responses name topics by id.
 type Requested = HashMap<(Uuid, i32), (String, i32)>;
+
+/// Who fetches (KIP-903): this broker's id and registration epoch (-1 until registered).
+fn replica_state(image: &MetadataImage, node_id: i32) -> ReplicaState {
+    let broker_epoch = image.brokers.get(&node_id).map_or(-1, |b| b.epoch);
+    ReplicaState::default()
+        .with_replica_id(BrokerId(node_id))
+        .with_replica_epoch(broker_epoch)
+}
 
 fn build_request(
     replica: ReplicaState,
