@@ -61,9 +61,8 @@ pub struct Broker {
     /// Each listener's advertised (host, port): Metadata answers the one the client used.
     pub advertised_listeners: std::collections::BTreeMap<String, (String, u16)>,
     producer_ids: Mutex<(i64, i64)>,
-    /// Cached typed properties read on hot paths.
-    pub max_request_bytes: usize,
-    pub auto_create_topics: bool,
+    /// The typed settings (`config::BrokerSettings`), resolved once.
+    pub settings: crate::config::BrokerSettings,
     /// `authorizer.class.name`'s authorizer; `None`: every request is allowed.
     pub authorizer: Option<runnel_metadata::acl::Authorizer>,
     /// Client quota sensors (KIP-13): `quota.window.num` x `quota.window.size.seconds`.
@@ -85,8 +84,7 @@ impl Broker {
             defaults,
             quorum,
         } = parts;
-        let max_request_bytes = config.get_i64("socket.request.max.bytes", 104857600) as usize;
-        let auto_create_topics = config.get_bool("auto.create.topics.enable", true);
+        let settings = config.settings();
         // Validated at startup; should a config reach here unvalidated, fail closed (an
         // authorizer with no super users and no ACLs refuses everything).
         let authorizer = config.authorizer().unwrap_or_else(|e| {
@@ -97,8 +95,8 @@ impl Broker {
             ))
         });
         let quotas = crate::quota::QuotaManager::new(
-            config.get_i64("quota.window.num", 11),
-            config.get_i64("quota.window.size.seconds", 1),
+            i64::from(settings.quota_window_num),
+            i64::from(settings.quota_window_size_seconds),
         );
         Broker {
             node_id: config.node_id,
@@ -112,8 +110,7 @@ impl Broker {
             quorum,
             advertised_listeners,
             producer_ids: Mutex::new((0, 0)),
-            max_request_bytes,
-            auto_create_topics,
+            settings,
             authorizer,
             quotas,
             defaults,

@@ -188,13 +188,54 @@ async fn route(
         listener: identity.listener.clone(),
         principal: identity.principal.clone(),
     };
+    let call = Call {
+        broker,
+        key,
+        raw_key,
+        version,
+        correlation_id,
+        ctx,
+        throttle,
+    };
+    call_api(call, buf).await
+}
+
+/// A request whose header was read and whose version is supported.
+struct Call<'a> {
+    broker: &'a Arc<Broker>,
+    key: ApiKey,
+    raw_key: i16,
+    version: i16,
+    correlation_id: i32,
+    ctx: RequestContext,
+    /// Where the client-quota throttle the request earned goes (`crate::quota`).
+    throttle: &'a mut Option<crate::quota::Throttle>,
+}
+
+impl Call<'_> {
+    fn respond<T: Encodable>(&self, response: &T) -> Result<Option<Bytes>, DispatchError> {
+        encode_response(self.key, self.version, self.correlation_id, response).map(Some)
+    }
+}
+
+/// The routing table: decodes the body as the API's request and calls its handler.
+async fn call_api(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, DispatchError> {
+    let Call {
+        broker,
+        key,
+        raw_key,
+        version,
+        correlation_id,
+        ref ctx,
+        ..
+    } = call;
     // Every handler is timed for the request-time quota (`request_percentage`): the throttle
     // goes into the response's throttle_time_ms and mutes the connection (`crate::quota`).
     macro_rules! throttled {
         ($response:ident, $busy:expr) => {{
-            let throttle_ms = crate::quota::request_throttle(broker, &ctx, $busy);
+            let throttle_ms = crate::quota::request_throttle(broker, ctx, $busy);
             $response.throttle_time_ms = $response.throttle_time_ms.max(throttle_ms);
-            *throttle = crate::quota::throttle_for(
+            *call.throttle = crate::quota::throttle_for(
                 throttle_ms,
                 runnel_metadata::quota::request::client_throttles_itself(raw_key, version),
             );
@@ -214,7 +255,7 @@ async fn route(
         ($req:ty, $handler:path) => {{
             let request: $req = decode(&mut buf, key, version)?;
             let (mut response, busy) =
-                crate::quota::timed($handler(broker, request, version, &ctx)).await;
+                crate::quota::timed($handler(broker, request, version, ctx)).await;
             throttled!(response, busy);
             encode_response(key, version, correlation_id, &response).map(Some)
         }};
@@ -224,44 +265,13 @@ async fn route(
     macro_rules! call_ctx_exempt {
         ($req:ty, $handler:path) => {{
             let request: $req = decode(&mut buf, key, version)?;
-            let response = $handler(broker, request, version, &ctx).await;
+            let response = $handler(broker, request, version, ctx).await;
             encode_response(key, version, correlation_id, &response).map(Some)
         }};
     }
     match key {
-        ApiKey::Produce => {
-            let request_bytes = buf.len();
-            let request: ProduceRequest = decode(&mut buf, key, version)?;
-            let acks = request.acks;
-            let (mut response, busy) =
-                crate::quota::timed(handlers::produce::handle(broker, request, version, &ctx))
-                    .await;
-            // Kafka throttles by the larger of the byte-rate and the request-time throttle.
-            let throttle_ms = crate::quota::produce_throttle(broker, &ctx, request_bytes)
-                .max(crate::quota::request_throttle(broker, &ctx, busy));
-            // KIP-219: Produce v6+ clients throttle themselves.
-            *throttle = crate::quota::throttle_for(throttle_ms, version >= 6);
-            if acks == 0 {
-                return Ok(None);
-            }
-            response.throttle_time_ms = response.throttle_time_ms.max(throttle_ms);
-            encode_response(key, version, correlation_id, &response).map(Some)
-        }
-        ApiKey::Fetch => {
-            let request: FetchRequest = decode(&mut buf, key, version)?;
-            let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
-            let (mut response, busy) =
-                crate::quota::timed(handlers::fetch::handle(broker, request, version, &ctx)).await;
-            // Followers are exempt from both quotas (Kafka: ClusterAction).
-            if !follower {
-                let request_ms = crate::quota::request_throttle(broker, &ctx, busy);
-                let throttle_ms =
-                    crate::quota::fetch_throttle(broker, &ctx, &mut response, version, request_ms);
-                // KIP-219: Fetch v8+ clients throttle themselves.
-                *throttle = crate::quota::throttle_for(throttle_ms, version >= 8);
-            }
-            encode_response(key, version, correlation_id, &response).map(Some)
-        }
+        ApiKey::Produce => produce(call, buf).await,
+        ApiKey::Fetch => fetch(call, buf).await,
         ApiKey::ListOffsets => call_ctx!(ListOffsetsRequest, handlers::cluster_authz::list_offsets),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => call!(ApiVersionsRequest, handlers::api_versions::handle),
@@ -433,6 +443,44 @@ async fn route(
         ),
         other => Err(DispatchError(format!("unsupported api {other:?}"))),
     }
+}
+
+/// Produce: throttled by the larger of the byte-rate and the request-time throttle (Kafka);
+/// acks=0 gets no response.
+async fn produce(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, DispatchError> {
+    let (broker, version, ctx) = (call.broker, call.version, &call.ctx);
+    let request_bytes = buf.len();
+    let request: ProduceRequest = decode(&mut buf, call.key, version)?;
+    let acks = request.acks;
+    let (mut response, busy) =
+        crate::quota::timed(handlers::produce::handle(broker, request, version, ctx)).await;
+    let throttle_ms = crate::quota::produce_throttle(broker, ctx, request_bytes)
+        .max(crate::quota::request_throttle(broker, ctx, busy));
+    // KIP-219: Produce v6+ clients throttle themselves.
+    *call.throttle = crate::quota::throttle_for(throttle_ms, version >= 6);
+    if acks == 0 {
+        return Ok(None);
+    }
+    response.throttle_time_ms = response.throttle_time_ms.max(throttle_ms);
+    call.respond(&response)
+}
+
+/// Fetch: consumers are throttled by bytes and request time; followers are exempt from both
+/// quotas (Kafka: ClusterAction).
+async fn fetch(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, DispatchError> {
+    let (broker, version, ctx) = (call.broker, call.version, &call.ctx);
+    let request: FetchRequest = decode(&mut buf, call.key, version)?;
+    let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
+    let (mut response, busy) =
+        crate::quota::timed(handlers::fetch::handle(broker, request, version, ctx)).await;
+    if !follower {
+        let request_ms = crate::quota::request_throttle(broker, ctx, busy);
+        let throttle_ms =
+            crate::quota::fetch_throttle(broker, ctx, &mut response, version, request_ms);
+        // KIP-219: Fetch v8+ clients throttle themselves.
+        *call.throttle = crate::quota::throttle_for(throttle_ms, version >= 8);
+    }
+    call.respond(&response)
 }
 
 /// Runnel's JSON request (see `handlers::runnel_describe`): header v1, JSON body; the response

@@ -20,25 +20,25 @@ pub mod group_manager;
 pub mod group_purgatory;
 pub mod handlers;
 pub mod inter_broker;
-pub mod isr;
 pub mod listener_config;
 pub mod log_dir_failure;
 pub mod meta_properties;
 pub mod metadata_log;
-pub mod partition;
 pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
 pub mod publisher;
 pub mod quota;
-pub mod replica_fetcher;
-pub mod replica_manager;
+pub mod replica;
 pub mod scram_bootstrap;
 pub mod server;
 pub mod startup;
 pub mod txn_manager;
 pub mod txn_markers;
 pub mod txn_verify;
+
+/// The replica modules at the crate paths callers have always used.
+pub use replica::{fetcher as replica_fetcher, isr, manager as replica_manager, partition};
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]

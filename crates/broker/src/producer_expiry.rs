@@ -21,10 +21,10 @@ pub struct ProducerExpiry {
 
 impl ProducerExpiry {
     pub fn from_config(config: &BrokerConfig) -> Self {
-        let check_ms = config.get_i64("producer.id.expiration.check.interval.ms", 600_000);
+        let settings = config.settings();
         ProducerExpiry {
-            expiration_ms: config.get_i64("producer.id.expiration.ms", 86_400_000),
-            check_every: Duration::from_millis(u64::try_from(check_ms.max(1)).unwrap_or(1)),
+            expiration_ms: settings.producer_id_expiration_ms,
+            check_every: settings.producer_id_expiration_check_interval,
         }
     }
 }

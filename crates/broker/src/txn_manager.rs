@@ -339,44 +339,13 @@ impl TxnManager {
                 );
             }
             Command::Verify(who, partitions, reply) => {
-                let codes = match self.route(&who.transactional_id) {
-                    Ok(p) => self.coordinator(p).map_or_else(
-                        || vec![NOT_COORDINATOR; partitions.len()],
-                        |c| {
-                            c.verify_partitions(
-                                &who.transactional_id,
-                                who.producer_id,
-                                who.producer_epoch,
-                                &partitions,
-                            )
-                        },
-                    ),
-                    Err(code) => vec![code; partitions.len()],
-                };
-                let _ = reply.send(codes);
+                let _ = reply.send(self.verify(&who, &partitions));
             }
             Command::Describe(ids, reply) => {
-                let out = ids
-                    .into_iter()
-                    .map(|id| {
-                        let described = self.route(&id).and_then(|p| {
-                            self.coordinator(p)
-                                .ok_or(NOT_COORDINATOR)
-                                .and_then(|c| c.describe(&id).cloned())
-                        });
-                        (id, described)
-                    })
-                    .collect();
-                let _ = reply.send(out);
+                let _ = reply.send(self.describe(ids));
             }
             Command::List(states, pids, min_ms, reply) => {
-                self.follow_leadership();
-                let out = self
-                    .led
-                    .values()
-                    .flat_map(|l| l.coordinator.list(&states, &pids, min_ms, now))
-                    .collect();
-                let _ = reply.send(out);
+                let _ = reply.send(self.list(&states, &pids, min_ms, now));
             }
             Command::MarkersDone(partition, job) => {
                 let write = self
@@ -387,6 +356,53 @@ impl TxnManager {
                 }
             }
         }
+    }
+
+    /// KIP-890's verification: whether `who`'s ongoing transaction holds each partition.
+    fn verify(&mut self, who: &Producer, partitions: &[TopicPartition]) -> Vec<i16> {
+        match self.route(&who.transactional_id) {
+            Ok(p) => self.coordinator(p).map_or_else(
+                || vec![NOT_COORDINATOR; partitions.len()],
+                |c| {
+                    c.verify_partitions(
+                        &who.transactional_id,
+                        who.producer_id,
+                        who.producer_epoch,
+                        partitions,
+                    )
+                },
+            ),
+            Err(code) => vec![code; partitions.len()],
+        }
+    }
+
+    /// DescribeTransactions: each id's state, or the error of its routing.
+    fn describe(&mut self, ids: Vec<String>) -> Vec<Described> {
+        ids.into_iter()
+            .map(|id| {
+                let described = self.route(&id).and_then(|p| {
+                    self.coordinator(p)
+                        .ok_or(NOT_COORDINATOR)
+                        .and_then(|c| c.describe(&id).cloned())
+                });
+                (id, described)
+            })
+            .collect()
+    }
+
+    /// ListTransactions over every partition led here.
+    fn list(
+        &mut self,
+        states: &[TxnState],
+        pids: &[i64],
+        min_ms: i64,
+        now: i64,
+    ) -> Vec<TxnListing> {
+        self.follow_leadership();
+        self.led
+            .values()
+            .flat_map(|l| l.coordinator.list(states, pids, min_ms, now))
+            .collect()
     }
 
     /// Routes, decides, writes (if the decision says so) and answers after the write.

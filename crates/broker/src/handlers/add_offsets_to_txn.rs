@@ -23,10 +23,7 @@ pub async fn handle(
         .image()
         .topic(OFFSETS_TOPIC)
         .map(|t| i32::try_from(t.partitions.len()).unwrap_or(0))
-        .unwrap_or_else(|| {
-            let configured = broker.config.get_i64("offsets.topic.num.partitions", 50);
-            i32::try_from(configured.max(1)).unwrap_or(i32::MAX)
-        });
+        .unwrap_or(broker.settings.offsets_topic_num_partitions.max(1));
     let code = if partitions == 0 {
         COORDINATOR_NOT_AVAILABLE
     } else {

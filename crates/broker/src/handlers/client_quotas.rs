@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use kafka_protocol::messages::{
-    alter_client_quotas_response, describe_client_quotas_response, AlterClientQuotasRequest,
-    AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse,
+    alter_client_quotas_request, alter_client_quotas_response, describe_client_quotas_response,
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
 };
 use runnel_metadata::acl::AclOperation;
 use runnel_metadata::quota::{self, FilterComponent, QuotaAlteration};
@@ -84,64 +85,15 @@ pub async fn alter(
     _version: i16,
     ctx: &RequestContext,
 ) -> AlterClientQuotasResponse {
-    let echo = |entry: &kafka_protocol::messages::alter_client_quotas_request::EntryData| {
-        entry
-            .entity
-            .iter()
-            .map(|e| {
-                alter_client_quotas_response::EntityData::default()
-                    .with_entity_type(e.entity_type.clone())
-                    .with_entity_name(e.entity_name.clone())
-            })
-            .collect::<Vec<_>>()
-    };
-    let answer = |results: Vec<Result<(), runnel_metadata::ApiError>>| {
-        AlterClientQuotasResponse::default().with_entries(
-            request
-                .entries
-                .iter()
-                .zip(results)
-                .map(|(entry, r)| {
-                    let out =
-                        alter_client_quotas_response::EntryData::default().with_entity(echo(entry));
-                    match r {
-                        Ok(()) => out,
-                        Err(e) => out
-                            .with_error_code(e.code)
-                            .with_error_message(Some(str_bytes(&e.message))),
-                    }
-                })
-                .collect(),
-        )
-    };
     if !broker.authorized_cluster(ctx, AclOperation::AlterConfigs) {
         let denied = runnel_metadata::ApiError::new(
             code::CLUSTER_AUTHORIZATION_FAILED,
             "Cluster authorization failed.",
         );
-        return answer(vec![Err(denied); request.entries.len()]);
+        let results = vec![Err(denied); request.entries.len()];
+        return alter_answer(&request, results);
     }
-    let alterations: Vec<QuotaAlteration> = request
-        .entries
-        .iter()
-        .map(|entry| QuotaAlteration {
-            entity: entry
-                .entity
-                .iter()
-                .map(|e| {
-                    (
-                        e.entity_type.to_string(),
-                        e.entity_name.as_ref().map(|n| n.to_string()),
-                    )
-                })
-                .collect(),
-            ops: entry
-                .ops
-                .iter()
-                .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
-                .collect(),
-        })
-        .collect();
+    let alterations: Vec<QuotaAlteration> = request.entries.iter().map(alteration).collect();
     let count = alterations.len();
     let results = match broker
         .controller
@@ -161,5 +113,61 @@ pub async fn alter(
         ],
         Err(e) => vec![Err(e); count],
     };
-    answer(results)
+    alter_answer(&request, results)
+}
+
+/// One entry of the request as the controller's operation takes it.
+fn alteration(entry: &alter_client_quotas_request::EntryData) -> QuotaAlteration {
+    QuotaAlteration {
+        entity: entry
+            .entity
+            .iter()
+            .map(|e| {
+                (
+                    e.entity_type.to_string(),
+                    e.entity_name.as_ref().map(|n| n.to_string()),
+                )
+            })
+            .collect(),
+        ops: entry
+            .ops
+            .iter()
+            .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
+            .collect(),
+    }
+}
+
+/// The response: each entry's entity echoed with its result.
+fn alter_answer(
+    request: &AlterClientQuotasRequest,
+    results: Vec<Result<(), runnel_metadata::ApiError>>,
+) -> AlterClientQuotasResponse {
+    let echo = |entry: &alter_client_quotas_request::EntryData| {
+        entry
+            .entity
+            .iter()
+            .map(|e| {
+                alter_client_quotas_response::EntityData::default()
+                    .with_entity_type(e.entity_type.clone())
+                    .with_entity_name(e.entity_name.clone())
+            })
+            .collect::<Vec<_>>()
+    };
+    AlterClientQuotasResponse::default().with_entries(
+        request
+            .entries
+            .iter()
+            .zip(results)
+            .map(|(entry, r)| {
+                let out =
+                    alter_client_quotas_response::EntryData::default().with_entity(echo(entry));
+                match r {
+                    Ok(()) => out,
+                    Err(e) => out
+                        .with_error_code(e.code)
+                        .with_error_message(Some(str_bytes(&e.message))),
+                }
+            })
+            .collect(),
+    )
 }

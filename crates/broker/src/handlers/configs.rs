@@ -7,6 +7,7 @@
 //! the static configuration (file and `--override`) and is described read-only. Every entry
 //! carries its KIP-569 type, and its documentation when the request includes it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -167,23 +168,7 @@ fn describe_resource(
         }
         // The cluster-wide default resource holds only dynamic defaults (as in Kafka).
         BROKER if name.is_empty() => {
-            let configs = image
-                .broker_configs("")
-                .iter()
-                .filter(|(k, _)| wanted(k))
-                .map(|(k, v)| {
-                    entry(
-                        k,
-                        Some(v),
-                        DYNAMIC_DEFAULT_BROKER_CONFIG,
-                        false,
-                        false,
-                        broker_key_info(k),
-                        include,
-                    )
-                })
-                .collect();
-            result.with_configs(configs)
+            result.with_configs(describe_cluster_default(image, &wanted, include))
         }
         BROKER => {
             if name != broker.node_id.to_string() {
@@ -218,6 +203,30 @@ fn describe_resource(
     }
 }
 
+/// The cluster-wide default broker resource: its dynamic defaults.
+fn describe_cluster_default(
+    image: &MetadataImage,
+    wanted: &dyn Fn(&str) -> bool,
+    include: Include,
+) -> Vec<DescribeConfigsResourceResult> {
+    image
+        .broker_configs("")
+        .iter()
+        .filter(|(k, _)| wanted(k))
+        .map(|(k, v)| {
+            entry(
+                k,
+                Some(v),
+                DYNAMIC_DEFAULT_BROKER_CONFIG,
+                false,
+                false,
+                broker_key_info(k),
+                include,
+            )
+        })
+        .collect()
+}
+
 /// Every property of this broker: dynamic (its own, then the cluster default), static or
 /// Kafka's default; plus the identity and listener properties Kafka always lists.
 fn describe_this_broker(
@@ -238,37 +247,7 @@ fn describe_this_broker(
     let mut configs: Vec<_> = listed
         .iter()
         .filter(|(k, _, _)| wanted(k))
-        .map(|(k, v, explicit)| {
-            let info = broker_key_info(k);
-            if let Some(d) = own.get(k.as_str()) {
-                entry(
-                    k,
-                    Some(d),
-                    DYNAMIC_BROKER_CONFIG,
-                    false,
-                    false,
-                    info,
-                    include,
-                )
-            } else if let Some(d) = cluster.get(k.as_str()) {
-                entry(
-                    k,
-                    Some(d),
-                    DYNAMIC_DEFAULT_BROKER_CONFIG,
-                    false,
-                    false,
-                    info,
-                    include,
-                )
-            } else {
-                let source = if *explicit {
-                    STATIC_BROKER_CONFIG
-                } else {
-                    DEFAULT_CONFIG
-                };
-                entry(k, Some(v), source, true, false, info, include)
-            }
-        })
+        .map(|(k, v, explicit)| in_force(k, v, *explicit, [&own, &cluster], include))
         .collect();
     // Dynamic keys the static table does not list.
     for (source, map) in [
@@ -292,6 +271,39 @@ fn describe_this_broker(
         }
     }
     configs
+}
+
+/// A broker property's entry: this broker's dynamic value, else the cluster's dynamic
+/// default, else the static value (`explicit`) or Kafka's default `value`.
+fn in_force(
+    k: &str,
+    value: &str,
+    explicit: bool,
+    [own, cluster]: [&BTreeMap<String, String>; 2],
+    include: Include,
+) -> DescribeConfigsResourceResult {
+    let info = broker_key_info(k);
+    if let Some(d) = own.get(k) {
+        entry(
+            k,
+            Some(d),
+            DYNAMIC_BROKER_CONFIG,
+            false,
+            false,
+            info,
+            include,
+        )
+    } else if let Some(d) = cluster.get(k) {
+        let source = DYNAMIC_DEFAULT_BROKER_CONFIG;
+        entry(k, Some(d), source, false, false, info, include)
+    } else {
+        let source = if explicit {
+            STATIC_BROKER_CONFIG
+        } else {
+            DEFAULT_CONFIG
+        };
+        entry(k, Some(value), source, true, false, info, include)
+    }
 }
 
 /// `node.id` / `broker.id` (the `--node-id` flag), `listeners` (the `--listen` address, or

@@ -43,37 +43,7 @@ pub async fn handle(
         return DescribeQuorumResponse::default().with_error_code(3);
     }
     let partition = match broker.controller.quorum_status().await {
-        Ok(Some(status)) => {
-            let hw = status.high_watermark as i64;
-            let voters = status
-                .voters
-                .iter()
-                .map(|r| {
-                    replica(
-                        r.node_id,
-                        r.log_end_offset.map_or(-1, |o| o as i64),
-                        version,
-                    )
-                })
-                .collect();
-            let observers = status
-                .observers
-                .iter()
-                .map(|r| {
-                    replica(
-                        r.node_id,
-                        r.log_end_offset.map_or(-1, |o| o as i64),
-                        version,
-                    )
-                })
-                .collect();
-            PartitionData::default()
-                .with_leader_id(BrokerId(status.leader_id.unwrap_or(-1)))
-                .with_leader_epoch(status.leader_epoch.min(i32::MAX as u64) as i32)
-                .with_high_watermark(hw)
-                .with_current_voters(voters)
-                .with_observers(observers)
-        }
+        Ok(Some(status)) => quorum_partition(&status, version),
         Ok(None) => {
             // A single node is its own one-voter quorum.
             let end = broker.image().offset + 1;
@@ -100,6 +70,23 @@ pub async fn handle(
     } else {
         response
     }
+}
+
+/// The metadata partition as the quorum reports it: leader, epoch, HW, each voter's and
+/// observer's log end offset.
+fn quorum_partition(status: &runnel_raft::QuorumStatus, version: i16) -> PartitionData {
+    let offset = |o: u64| i64::try_from(o).unwrap_or(i64::MAX);
+    let replicas = |rs: &[runnel_raft::ReplicaStatus]| {
+        rs.iter()
+            .map(|r| replica(r.node_id, r.log_end_offset.map_or(-1, offset), version))
+            .collect::<Vec<_>>()
+    };
+    PartitionData::default()
+        .with_leader_id(BrokerId(status.leader_id.unwrap_or(-1)))
+        .with_leader_epoch(i32::try_from(status.leader_epoch).unwrap_or(i32::MAX))
+        .with_high_watermark(offset(status.high_watermark))
+        .with_current_voters(replicas(&status.voters))
+        .with_observers(replicas(&status.observers))
 }
 
 /// The voters' endpoints (`id@host:port`), for v2's `nodes`.

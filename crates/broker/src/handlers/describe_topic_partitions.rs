@@ -26,17 +26,12 @@ use super::topic_name;
 use crate::context::Broker;
 use crate::errors::code;
 
-/// Kafka's `max.request.partition.size.limit` default.
-pub const DEFAULT_PARTITION_LIMIT: i64 = 2000;
-
 pub async fn handle(
     broker: &Arc<Broker>,
     request: DescribeTopicPartitionsRequest,
     _version: i16,
 ) -> DescribeTopicPartitionsResponse {
-    let cap = broker
-        .config
-        .get_i64("max.request.partition.size.limit", DEFAULT_PARTITION_LIMIT);
+    let cap = i64::from(broker.settings.max_request_partition_size_limit);
     describe(&broker.image(), &request, cap)
 }
 

@@ -108,15 +108,11 @@ impl Plan {
         let read_committed = follower.is_none() && request.isolation_level == 1;
         let client =
             super::fetch_follower_read::client_metadata(&request, version, follower.is_some());
-        let cap_key = if follower.is_some() {
-            "replica.fetch.response.max.bytes"
+        let cap = i64::from(if follower.is_some() {
+            broker.settings.replica_fetch_response_max_bytes
         } else {
-            "fetch.max.bytes"
-        };
-        let cap = broker
-            .config
-            .get_i64(cap_key, 0)
-            .clamp(0, i64::from(i32::MAX));
+            broker.settings.fetch_max_bytes
+        });
         let max_bytes = i64::from(request.max_bytes).clamp(0, cap);
         let image = broker.image();
         let mut topics: Vec<Topic> = Vec::new();
@@ -373,93 +369,15 @@ fn read_partition(
     first: bool,
 ) -> Answer {
     let index = fp.partition;
-    let Some(partition) = broker.replicas.get(name, index) else {
-        let code = if broker.image().partition(name, index).is_some() {
-            code::NOT_LEADER_OR_FOLLOWER
-        } else {
-            code::UNKNOWN_TOPIC_OR_PARTITION
-        };
-        return Answer::error(partition_error(index, code));
+    let (partition, role) = match admit(broker, plan, name, fp) {
+        Ok(admitted) => admitted,
+        Err(answer) => return *answer,
     };
-    let role = partition.role();
-    let leader_here = role.leader == broker.node_id;
-    if !leader_here
-        && !super::fetch_follower_read::may_read_at_follower(
-            plan.client.as_ref(),
-            &role,
-            broker.node_id,
-        )
-    {
-        return Answer::error(partition_error(index, code::NOT_LEADER_OR_FOLLOWER));
-    }
-    if let Err(epoch_error) = check_leader_epoch(fp.current_leader_epoch, role.leader_epoch) {
-        return Answer::error(partition_error(index, epoch_error));
-    }
-    if leader_here {
-        let preferred = super::fetch_follower_read::preferred_replica(
-            broker,
-            &partition,
-            plan.client.as_ref(),
-            fp.fetch_offset,
-        );
-        if let Some(replica) = preferred {
-            let data = super::fetch_follower_read::redirect(&partition, index, replica);
-            // Answered at once, as an error is (Kafka's `hasPreferredReadReplica`).
-            return Answer {
-                data,
-                bytes: 0,
-                error: true,
-            };
-        }
-    }
-    if let Some(who) = plan.follower {
-        let registered = broker.image().brokers.get(&who.replica_id).map(|b| b.epoch);
-        if let Err(code) = check_follower_fetch(who, broker.node_id, &role.replicas, registered) {
-            return Answer::error(partition_error(index, code));
-        }
-        if let Some(answer) = follower_position(broker, &partition, who.replica_id, fp, plan) {
-            return answer;
-        }
-    }
     // Read before the log lock (lock order). A leader's LSO only grows; a follower serving
     // consumers (KIP-392) may have truncated since, so the read stays capped by the HW taken
     // under the lock.
     let lso = partition.last_stable_offset();
-    let mut aborted = None;
-    // Locate under the lock, read without it.
-    let located = {
-        let log = partition.lock_log();
-        let hw = log.high_watermark();
-        let upper = if plan.follower.is_some() {
-            log.log_end_offset()
-        } else if plan.read_committed {
-            lso.min(hw)
-        } else {
-            hw
-        };
-        if plan.read_committed {
-            aborted = Some(aborted_transactions(&log, fp.fetch_offset, upper));
-        }
-        let max = usize::try_from(fp.partition_max_bytes)
-            .unwrap_or(0)
-            .min(budget);
-        let in_range =
-            fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
-        if in_range && fp.fetch_offset >= upper {
-            // Between the HW and the LEO: nothing visible yet, not an error.
-            Located::Nothing(ReadResult {
-                records: Default::default(),
-                log_start_offset: log.log_start_offset(),
-                log_end_offset: log.log_end_offset(),
-                high_watermark: hw,
-            })
-        } else {
-            match log.plan_read(fp.fetch_offset, max, upper, first) {
-                Ok(plan) => Located::Read(plan),
-                Err(e) => Located::Failed(e, hw, log.log_start_offset()),
-            }
-        }
-    };
+    let (located, aborted) = locate(&partition, plan, fp, budget, first, lso);
     let result: Result<ReadResult, (LogError, i64, i64)> = match located {
         Located::Nothing(read) => Ok(read),
         // Reading located bytes fails only with I/O errors or corruption (no offsets needed).
@@ -502,6 +420,109 @@ fn read_partition(
             Answer::error(partition_error(index, code::KAFKA_STORAGE_ERROR))
         }
     }
+}
+
+/// Whether this broker reads `fp` for the request: the partition hosted here, a role that may
+/// serve this fetcher (leader, or a follower serving a KIP-392 consumer), the current leader
+/// epoch, and for a follower its registration and position. Anything else is the answer.
+fn admit(
+    broker: &Arc<Broker>,
+    plan: &Plan,
+    name: &str,
+    fp: &FetchPartition,
+) -> Result<(Arc<Partition>, crate::partition::Role), Box<Answer>> {
+    let index = fp.partition;
+    let refuse = |code| Box::new(Answer::error(partition_error(index, code)));
+    let Some(partition) = broker.replicas.get(name, index) else {
+        let code = if broker.image().partition(name, index).is_some() {
+            code::NOT_LEADER_OR_FOLLOWER
+        } else {
+            code::UNKNOWN_TOPIC_OR_PARTITION
+        };
+        return Err(refuse(code));
+    };
+    let role = partition.role();
+    let leader_here = role.leader == broker.node_id;
+    if !leader_here
+        && !super::fetch_follower_read::may_read_at_follower(
+            plan.client.as_ref(),
+            &role,
+            broker.node_id,
+        )
+    {
+        return Err(refuse(code::NOT_LEADER_OR_FOLLOWER));
+    }
+    check_leader_epoch(fp.current_leader_epoch, role.leader_epoch).map_err(refuse)?;
+    if leader_here {
+        let preferred = super::fetch_follower_read::preferred_replica(
+            broker,
+            &partition,
+            plan.client.as_ref(),
+            fp.fetch_offset,
+        );
+        if let Some(replica) = preferred {
+            let data = super::fetch_follower_read::redirect(&partition, index, replica);
+            // Answered at once, as an error is (Kafka's `hasPreferredReadReplica`).
+            return Err(Box::new(Answer {
+                data,
+                bytes: 0,
+                error: true,
+            }));
+        }
+    }
+    if let Some(who) = plan.follower {
+        let registered = broker.image().brokers.get(&who.replica_id).map(|b| b.epoch);
+        check_follower_fetch(who, broker.node_id, &role.replicas, registered).map_err(refuse)?;
+        if let Some(answer) = follower_position(broker, &partition, who.replica_id, fp, plan) {
+            return Err(Box::new(answer));
+        }
+    }
+    Ok((partition, role))
+}
+
+/// Locates the read under the log lock (the bytes are read without it): up to the LEO for a
+/// follower, the HW for a consumer, the LSO (`lso`) for read_committed, which also gets the
+/// aborted transactions of the range.
+fn locate(
+    partition: &Partition,
+    plan: &Plan,
+    fp: &FetchPartition,
+    budget: usize,
+    first: bool,
+    lso: i64,
+) -> (Located, Option<Vec<AbortedTransaction>>) {
+    let log = partition.lock_log();
+    let hw = log.high_watermark();
+    let upper = if plan.follower.is_some() {
+        log.log_end_offset()
+    } else if plan.read_committed {
+        lso.min(hw)
+    } else {
+        hw
+    };
+    let aborted = plan
+        .read_committed
+        .then(|| aborted_transactions(&log, fp.fetch_offset, upper));
+    let max = usize::try_from(fp.partition_max_bytes)
+        .unwrap_or(0)
+        .min(budget);
+    let in_range =
+        fp.fetch_offset >= log.log_start_offset() && fp.fetch_offset <= log.log_end_offset();
+    let located = if in_range && fp.fetch_offset >= upper {
+        // Between the HW and the LEO: nothing visible yet, not an error.
+        Located::Nothing(ReadResult {
+            records: Default::default(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            high_watermark: hw,
+        })
+    } else {
+        match log.plan_read(fp.fetch_offset, max, upper, first) {
+            Ok(plan) => Located::Read(plan),
+            Err(e) => Located::Failed(e, hw, log.log_start_offset()),
+        }
+    };
+    (located, aborted)
 }
 
 /// The aborted transactions of `from..upper`, as a Fetch response lists them.

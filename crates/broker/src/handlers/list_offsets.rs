@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -44,50 +45,7 @@ pub async fn handle(
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|p| {
-                    let index = p.partition_index;
-                    let partition = match super::led_partition(broker, name, index) {
-                        Ok(p) => p,
-                        Err(code) => return failed(index, code),
-                    };
-                    let role = partition.role();
-                    let epoch_error = check_leader_epoch(p.current_leader_epoch, role.leader_epoch);
-                    if epoch_error != code::NONE {
-                        return failed(index, epoch_error);
-                    }
-                    // Read before the log lock (lock order).
-                    let lso = partition.last_stable_offset();
-                    let log = partition.lock_log();
-                    let visible = if request.isolation_level == 1 {
-                        lso.min(log.high_watermark())
-                    } else {
-                        log.high_watermark()
-                    };
-                    let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
-                    let found = match p.timestamp {
-                        EARLIEST | EARLIEST_LOCAL => {
-                            Some((log.log_start_offset(), -1, latest_epoch))
-                        }
-                        LATEST_TIERED => Some((-1, -1, -1)),
-                        LATEST => Some((visible, -1, latest_epoch)),
-                        MAX_TIMESTAMP => log.max_timestamp().map(|(ts, off)| (off, ts, latest_epoch)),
-                        ts => match log.offset_for_timestamp(ts) {
-                            Ok(found) => found.filter(|(offset, _, _)| *offset < visible),
-                            Err(e) => {
-                                tracing::error!(topic = %name, partition = index, error = %e, "timestamp lookup failed");
-                                return failed(index, code::KAFKA_STORAGE_ERROR);
-                            }
-                        },
-                    };
-                    match found {
-                        Some((offset, timestamp, epoch)) => ListOffsetsPartitionResponse::default()
-                            .with_partition_index(index)
-                            .with_timestamp(timestamp)
-                            .with_offset(offset)
-                            .with_leader_epoch(epoch),
-                        None => failed(index, code::NONE),
-                    }
-                })
+                .map(|p| list_partition(broker, name, p, request.isolation_level))
                 .collect();
             ListOffsetsTopicResponse::default()
                 .with_name(topic.name.clone())
@@ -106,4 +64,54 @@ pub async fn handle(
         }
     }
     response
+}
+
+/// One partition's answer: the offset for its timestamp spec (earliest, latest up to the HW
+/// or under read_committed the LSO, max timestamp, or the first at / after a time).
+fn list_partition(
+    broker: &Arc<Broker>,
+    name: &str,
+    p: &ListOffsetsPartition,
+    isolation_level: i8,
+) -> ListOffsetsPartitionResponse {
+    let index = p.partition_index;
+    let partition = match super::led_partition(broker, name, index) {
+        Ok(p) => p,
+        Err(code) => return failed(index, code),
+    };
+    let role = partition.role();
+    let epoch_error = check_leader_epoch(p.current_leader_epoch, role.leader_epoch);
+    if epoch_error != code::NONE {
+        return failed(index, epoch_error);
+    }
+    // Read before the log lock (lock order).
+    let lso = partition.last_stable_offset();
+    let log = partition.lock_log();
+    let visible = if isolation_level == 1 {
+        lso.min(log.high_watermark())
+    } else {
+        log.high_watermark()
+    };
+    let latest_epoch = log.latest_epoch().unwrap_or(role.leader_epoch);
+    let found = match p.timestamp {
+        EARLIEST | EARLIEST_LOCAL => Some((log.log_start_offset(), -1, latest_epoch)),
+        LATEST_TIERED => Some((-1, -1, -1)),
+        LATEST => Some((visible, -1, latest_epoch)),
+        MAX_TIMESTAMP => log.max_timestamp().map(|(ts, off)| (off, ts, latest_epoch)),
+        ts => match log.offset_for_timestamp(ts) {
+            Ok(found) => found.filter(|(offset, _, _)| *offset < visible),
+            Err(e) => {
+                tracing::error!(topic = %name, partition = index, error = %e, "timestamp lookup failed");
+                return failed(index, code::KAFKA_STORAGE_ERROR);
+            }
+        },
+    };
+    match found {
+        Some((offset, timestamp, epoch)) => ListOffsetsPartitionResponse::default()
+            .with_partition_index(index)
+            .with_timestamp(timestamp)
+            .with_offset(offset)
+            .with_leader_epoch(epoch),
+        None => failed(index, code::NONE),
+    }
 }

@@ -31,8 +31,8 @@ pub async fn handle(
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
             .collect()
     });
-    let allow_auto_create =
-        (version < 4 || request.allow_auto_topic_creation) && broker.auto_create_topics;
+    let allow_auto_create = (version < 4 || request.allow_auto_topic_creation)
+        && broker.settings.auto_create_topics_enable;
     if let (Some(names), true) = (&requested, allow_auto_create) {
         auto_create(broker, &authz::may_auto_create(broker, ctx, names)).await;
     }
@@ -45,29 +45,7 @@ pub async fn handle(
         .filter(|t| t.name.is_none() && !t.topic_id.is_nil())
         .map(|t| t.topic_id)
         .collect();
-    let mut topics: Vec<MetadataResponseTopic> = match &requested {
-        None => image
-            .topics
-            .values()
-            .map(|t| describe_topic(&image, t))
-            .collect(),
-        Some(names) => names
-            .iter()
-            .map(|name| match image.topic(name) {
-                Some(t) => describe_topic(&image, t),
-                None => {
-                    let error = if validate_topic_name(name).is_err() {
-                        code::INVALID_TOPIC_EXCEPTION
-                    } else {
-                        code::UNKNOWN_TOPIC_OR_PARTITION
-                    };
-                    MetadataResponseTopic::default()
-                        .with_error_code(error)
-                        .with_name(Some(topic_name(name)))
-                }
-            })
-            .collect(),
-    };
+    let mut topics = requested_topics(&image, requested.as_deref());
     // Kafka reports operations for every topic asked by name (also unknown ones: no
     // authorizer hides them) and for topics found by id, not for unknown ids.
     let topic_operations =
@@ -100,6 +78,37 @@ pub async fn handle(
         request.include_cluster_authorized_operations,
     );
     fit_to_version(response, version)
+}
+
+/// The topics asked for by name (`None`: all of them); an unknown name is
+/// UNKNOWN_TOPIC_OR_PARTITION, an invalid one INVALID_TOPIC_EXCEPTION.
+fn requested_topics(
+    image: &MetadataImage,
+    requested: Option<&[String]>,
+) -> Vec<MetadataResponseTopic> {
+    let Some(names) = requested else {
+        return image
+            .topics
+            .values()
+            .map(|t| describe_topic(image, t))
+            .collect();
+    };
+    names
+        .iter()
+        .map(|name| match image.topic(name) {
+            Some(t) => describe_topic(image, t),
+            None => {
+                let error = if validate_topic_name(name).is_err() {
+                    code::INVALID_TOPIC_EXCEPTION
+                } else {
+                    code::UNKNOWN_TOPIC_OR_PARTITION
+                };
+                MetadataResponseTopic::default()
+                    .with_error_code(error)
+                    .with_name(Some(topic_name(name)))
+            }
+        })
+        .collect()
 }
 
 /// Clears fields the negotiated version does not carry (the encoder rejects them).

@@ -27,6 +27,7 @@ use super::str_bytes;
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 use crate::partition::{join_all, Appended, Partition, Replicated};
+use uuid::Uuid;
 
 const ZSTD: u8 = 4;
 
@@ -67,18 +68,7 @@ pub async fn handle(
         + std::time::Duration::from_millis(u64::try_from(request.timeout_ms).unwrap_or(0));
     let image = broker.image();
     let mut request = request;
-    // v13 names topics by id (KIP-516): resolve them once; an unknown id is UNKNOWN_TOPIC_ID.
-    let mut unknown_ids = std::collections::BTreeSet::new();
-    if version >= 13 {
-        for topic in &mut request.topic_data {
-            match image.topic_by_id(&topic.topic_id) {
-                Some(t) => topic.name = super::topic_name(&t.name),
-                None => {
-                    unknown_ids.insert(topic.topic_id);
-                }
-            }
-        }
-    }
+    let unknown_ids = resolve_topic_ids(&image, &mut request, version);
     let refused = verify_transactional(broker, &request).await;
     let mut names = Vec::with_capacity(request.topic_data.len());
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
@@ -114,7 +104,7 @@ pub async fn handle(
         })
         .collect();
     let mut answers = join_all(waits).await.into_iter();
-    let mut topics: Vec<TopicProduceResponse> = names
+    let topics: Vec<TopicProduceResponse> = names
         .into_iter()
         .zip(&slots)
         .map(|((name, topic_id), partitions)| {
@@ -127,12 +117,44 @@ pub async fn handle(
             }
         })
         .collect();
+    respond(broker, &image, topics, version, &ctx.listener)
+}
+
+/// v13 names topics by id (KIP-516): resolves them once into the request's names; returns
+/// the unknown ids (answered UNKNOWN_TOPIC_ID).
+fn resolve_topic_ids(
+    image: &runnel_metadata::image::MetadataImage,
+    request: &mut ProduceRequest,
+    version: i16,
+) -> std::collections::BTreeSet<Uuid> {
+    let mut unknown_ids = std::collections::BTreeSet::new();
+    if version >= 13 {
+        for topic in &mut request.topic_data {
+            match image.topic_by_id(&topic.topic_id) {
+                Some(t) => topic.name = super::topic_name(&t.name),
+                None => {
+                    unknown_ids.insert(topic.topic_id);
+                }
+            }
+        }
+    }
+    unknown_ids
+}
+
+/// The response: KIP-951's leader hints (v10+), fields the version does not carry cleared.
+fn respond(
+    broker: &Broker,
+    image: &runnel_metadata::image::MetadataImage,
+    mut topics: Vec<TopicProduceResponse>,
+    version: i16,
+    listener: &str,
+) -> ProduceResponse {
     let mut node_endpoints = Vec::new();
     if version >= 10 {
-        let names: Vec<String> = request_names(&topics, &image, version);
+        let names: Vec<String> = request_names(&topics, image, version);
         for (t, name) in topics.iter_mut().zip(names) {
             for p in &mut t.partition_responses {
-                add_leader_hint(broker, &image, &name, p, &ctx.listener, &mut node_endpoints);
+                add_leader_hint(broker, image, &name, p, listener, &mut node_endpoints);
             }
         }
     }
@@ -277,7 +299,47 @@ fn append(
     version: i16,
 ) -> Slot {
     let index = data.index;
-    let refuse = |code: i16, message: &str| Slot::Answered(error(index, code, message));
+    let (partition, records) = match admit(broker, name, data, acks, version) {
+        Ok(admitted) => admitted,
+        Err(answer) => return Slot::Answered(*answer),
+    };
+    match partition.append_as_leader_reporting(&records, broker.node_id, acks) {
+        Ok(appended) => {
+            let needs_flush = !appended.duplicate && partition.needs_flush();
+            Slot::Appended {
+                partition,
+                appended,
+                needs_flush,
+            }
+        }
+        // Records refused for their content are listed one by one (KIP-467, v8+).
+        Err((code, message, record_errors)) => {
+            let mut answer = error(index, code, &message);
+            answer.record_errors = record_errors
+                .into_iter()
+                .map(|e| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(e.batch_index)
+                        .with_batch_index_error_message(Some(str_bytes(&e.message)))
+                })
+                .collect();
+            Slot::Answered(answer)
+        }
+    }
+}
+
+/// The request-level checks of one partition before its append (acks, internal topics, the
+/// partition hosted here, records present, zstd only from v7, one batch from v3): the
+/// partition and its records, or the answer.
+fn admit(
+    broker: &Arc<Broker>,
+    name: &str,
+    data: PartitionProduceData,
+    acks: i16,
+    version: i16,
+) -> Result<(Arc<Partition>, bytes::Bytes), Box<PartitionProduceResponse>> {
+    let index = data.index;
+    let refuse = |code: i16, message: &str| Err(Box::new(error(index, code, message)));
     if !matches!(acks, -1..=1) {
         return refuse(code::INVALID_REQUIRED_ACKS, "");
     }
@@ -316,29 +378,7 @@ fn append(
             ),
         );
     }
-    match partition.append_as_leader_reporting(&records, broker.node_id, acks) {
-        Ok(appended) => {
-            let needs_flush = !appended.duplicate && partition.needs_flush();
-            Slot::Appended {
-                partition,
-                appended,
-                needs_flush,
-            }
-        }
-        // Records refused for their content are listed one by one (KIP-467, v8+).
-        Err((code, message, record_errors)) => {
-            let mut answer = error(index, code, &message);
-            answer.record_errors = record_errors
-                .into_iter()
-                .map(|e| {
-                    BatchIndexAndErrorMessage::default()
-                        .with_batch_index(e.batch_index)
-                        .with_batch_index_error_message(Some(str_bytes(&e.message)))
-                })
-                .collect();
-            Slot::Answered(answer)
-        }
-    }
+    Ok((partition, records))
 }
 
 /// Waits for what an appended partition's answer depends on: the fsync when

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
@@ -93,35 +94,7 @@ pub async fn alter(
             mechanism: d.mechanism,
         })
         .collect();
-    let upsertions = request
-        .upsertions
-        .iter()
-        .map(|u| {
-            // An unknown mechanism or bad iteration count keeps empty keys: the controller
-            // answers it with Kafka's error.
-            let keys = ScramMechanism::from_id(u.mechanism)
-                .zip(u32::try_from(u.iterations).ok())
-                .map(|(m, iterations)| {
-                    ScramCredential::from_salted_password(
-                        m,
-                        &u.salted_password,
-                        &u.salt,
-                        iterations,
-                    )
-                });
-            ScramUpsertion {
-                name: u.name.to_string(),
-                mechanism: u.mechanism,
-                iterations: u.iterations,
-                salt: u.salt.to_vec(),
-                stored_key: keys
-                    .as_ref()
-                    .map(|k| k.stored_key.clone())
-                    .unwrap_or_default(),
-                server_key: keys.map(|k| k.server_key).unwrap_or_default(),
-            }
-        })
-        .collect();
+    let upsertions = request.upsertions.iter().map(upsertion).collect();
     let results = match broker
         .controller
         .run(runnel_metadata::controller::AlterUserScramCredentials {
@@ -162,4 +135,26 @@ pub async fn alter(
         }
     };
     AlterUserScramCredentialsResponse::default().with_results(results)
+}
+
+/// One upsertion with the salted password turned into stored / server keys, so neither the
+/// controller nor the log sees it. An unknown mechanism or bad iteration count keeps empty
+/// keys: the controller answers it with Kafka's error.
+fn upsertion(u: &ScramCredentialUpsertion) -> ScramUpsertion {
+    let keys = ScramMechanism::from_id(u.mechanism)
+        .zip(u32::try_from(u.iterations).ok())
+        .map(|(m, iterations)| {
+            ScramCredential::from_salted_password(m, &u.salted_password, &u.salt, iterations)
+        });
+    ScramUpsertion {
+        name: u.name.to_string(),
+        mechanism: u.mechanism,
+        iterations: u.iterations,
+        salt: u.salt.to_vec(),
+        stored_key: keys
+            .as_ref()
+            .map(|k| k.stored_key.clone())
+            .unwrap_or_default(),
+        server_key: keys.map(|k| k.server_key).unwrap_or_default(),
+    }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -72,30 +73,7 @@ async fn create_allowed(
     request: CreateTopicsRequest,
     version: i16,
 ) -> CreateTopicsResponse {
-    let requests: Vec<CreateTopicRequest> = request
-        .topics
-        .iter()
-        .map(|t| CreateTopicRequest {
-            name: t.name.0.to_string(),
-            num_partitions: t.num_partitions,
-            replication_factor: t.replication_factor,
-            assignment: t
-                .assignments
-                .iter()
-                .map(|a| {
-                    (
-                        a.partition_index,
-                        a.broker_ids.iter().map(|b| b.0).collect(),
-                    )
-                })
-                .collect(),
-            configs: t
-                .configs
-                .iter()
-                .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
-                .collect(),
-        })
-        .collect();
+    let requests: Vec<CreateTopicRequest> = request.topics.iter().map(create_request).collect();
     let outcomes = match broker
         .controller
         .run(runnel_metadata::controller::CreateTopics {
@@ -136,47 +114,78 @@ async fn create_allowed(
         })
         .await
     };
+    let timed_out = !request.validate_only && (request.timeout_ms <= 0 || !all_led);
     let topics = outcomes
         .into_iter()
-        .map(|o| {
-            let result = CreatableTopicResult::default()
-                .with_name(topic_name(&o.name))
-                .with_error_message(None);
-            match o.result {
-                Ok(created) => {
-                    let timed_out = !request.validate_only && (request.timeout_ms <= 0 || !all_led);
-                    let configs = created
-                        .configs
-                        .iter()
-                        .map(|c| {
-                            CreatableTopicConfigs::default()
-                                .with_name(str_bytes(&c.name))
-                                .with_value(c.value.as_deref().map(str_bytes))
-                                .with_read_only(c.read_only)
-                                .with_config_source(c.source.id())
-                                .with_is_sensitive(c.sensitive)
-                        })
-                        .collect();
-                    result
-                        .with_topic_id(created.topic_id)
-                        .with_error_code(if timed_out {
-                            code::REQUEST_TIMED_OUT
-                        } else {
-                            code::NONE
-                        })
-                        .with_num_partitions(created.num_partitions)
-                        .with_replication_factor(created.replication_factor)
-                        .with_configs(Some(configs))
-                }
-                Err(e) => result
-                    .with_error_code(e.code)
-                    .with_error_message(message(&e))
-                    .with_num_partitions(-1)
-                    .with_replication_factor(-1),
-            }
-        })
+        .map(|o| create_result(o, timed_out))
         .collect();
     fit_create_topics(CreateTopicsResponse::default().with_topics(topics), version)
+}
+
+/// One topic of a CreateTopics request as the controller's operation takes it.
+fn create_request(t: &CreatableTopic) -> CreateTopicRequest {
+    CreateTopicRequest {
+        name: t.name.0.to_string(),
+        num_partitions: t.num_partitions,
+        replication_factor: t.replication_factor,
+        assignment: t
+            .assignments
+            .iter()
+            .map(|a| {
+                (
+                    a.partition_index,
+                    a.broker_ids.iter().map(|b| b.0).collect(),
+                )
+            })
+            .collect(),
+        configs: t
+            .configs
+            .iter()
+            .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+            .collect(),
+    }
+}
+
+/// One topic's answer: a created topic with its configs (REQUEST_TIMED_OUT when
+/// `timed_out`: its leaders were not all elected in time), or the controller's error.
+fn create_result(
+    o: runnel_metadata::controller::CreateTopicOutcome,
+    timed_out: bool,
+) -> CreatableTopicResult {
+    let result = CreatableTopicResult::default()
+        .with_name(topic_name(&o.name))
+        .with_error_message(None);
+    match o.result {
+        Ok(created) => {
+            let configs = created
+                .configs
+                .iter()
+                .map(|c| {
+                    CreatableTopicConfigs::default()
+                        .with_name(str_bytes(&c.name))
+                        .with_value(c.value.as_deref().map(str_bytes))
+                        .with_read_only(c.read_only)
+                        .with_config_source(c.source.id())
+                        .with_is_sensitive(c.sensitive)
+                })
+                .collect();
+            result
+                .with_topic_id(created.topic_id)
+                .with_error_code(if timed_out {
+                    code::REQUEST_TIMED_OUT
+                } else {
+                    code::NONE
+                })
+                .with_num_partitions(created.num_partitions)
+                .with_replication_factor(created.replication_factor)
+                .with_configs(Some(configs))
+        }
+        Err(e) => result
+            .with_error_code(e.code)
+            .with_error_message(message(&e))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1),
+    }
 }
 
 /// Clears fields the negotiated version does not carry (the encoder rejects them).
@@ -300,7 +309,15 @@ async fn delete_allowed(
             }
         })
         .collect();
-    let mut response = DeleteTopicsResponse::default().with_responses(responses);
+    fit_delete_topics(
+        DeleteTopicsResponse::default().with_responses(responses),
+        version,
+    )
+}
+
+/// Clears fields the negotiated version does not carry: topic ids before v6, messages
+/// before v5.
+fn fit_delete_topics(mut response: DeleteTopicsResponse, version: i16) -> DeleteTopicsResponse {
     for r in &mut response.responses {
         if version < 6 {
             r.topic_id = uuid::Uuid::nil();

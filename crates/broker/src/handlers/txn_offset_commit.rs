@@ -17,6 +17,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use runnel_group::{partition_for_group, CommitOffset};
+use runnel_metadata::MetadataImage;
 
 use crate::context::Broker;
 use crate::errors::code;
@@ -31,74 +32,13 @@ pub async fn handle(
     version: i16,
     refused_topic: impl Fn(&str) -> Option<i16>,
 ) -> TxnOffsetCommitResponse {
-    let image = broker.image();
-    // Per partition of the request, in order: a code decided here, or None (to commit).
-    let early: Vec<Vec<Option<i16>>> = request
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let refused = refused_topic(name);
-            t.partitions
-                .iter()
-                .map(|p| {
-                    refused.or_else(|| {
-                        image
-                            .partition(name, p.partition_index)
-                            .is_none()
-                            .then_some(code::UNKNOWN_TOPIC_OR_PARTITION)
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let offsets: Vec<CommitOffset> = request
-        .topics
-        .iter()
-        .zip(&early)
-        .flat_map(|(t, codes)| {
-            t.partitions
-                .iter()
-                .zip(codes)
-                .filter(|(_, c)| c.is_none())
-                .map(|(p, _)| CommitOffset {
-                    topic: t.name.0.to_string(),
-                    partition: p.partition_index,
-                    offset: p.committed_offset,
-                    leader_epoch: if version >= 2 {
-                        p.committed_leader_epoch
-                    } else {
-                        -1
-                    },
-                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                })
-        })
-        .collect();
-    let mut codes: BTreeMap<(String, i32), i16> = BTreeMap::new();
-    if !offsets.is_empty() {
-        let group_id = request.group_id.0.to_string();
-        let answered = match verify(broker, &request, &group_id).await.err() {
-            Some(code) => offsets
-                .iter()
-                .map(|o| (o.topic.clone(), o.partition, code))
-                .collect(),
-            None => {
-                let req = runnel_group::TxnOffsetCommitRequest {
-                    group_id,
-                    producer_id: request.producer_id.0,
-                    producer_epoch: request.producer_epoch,
-                    generation_id: request.generation_id,
-                    member_id: request.member_id.to_string(),
-                    group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
-                    offsets,
-                };
-                broker.groups.txn_commit(req).await
-            }
-        };
-        for (t, p, c) in answered {
-            codes.insert((t, p), for_version(c, version));
-        }
-    }
+    let early = early_codes(&broker.image(), &request, refused_topic);
+    let offsets = to_commit(&request, &early, version);
+    let codes = if offsets.is_empty() {
+        BTreeMap::new()
+    } else {
+        commit(broker, &request, offsets, version).await
+    };
     let topics = request
         .topics
         .iter()
@@ -124,6 +64,97 @@ pub async fn handle(
         })
         .collect();
     TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+/// Per partition of the request, in order: a code decided here (refused topic, unknown
+/// partition), or None (to commit).
+fn early_codes(
+    image: &MetadataImage,
+    request: &TxnOffsetCommitRequest,
+    refused_topic: impl Fn(&str) -> Option<i16>,
+) -> Vec<Vec<Option<i16>>> {
+    request
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let refused = refused_topic(name);
+            t.partitions
+                .iter()
+                .map(|p| {
+                    refused.or_else(|| {
+                        image
+                            .partition(name, p.partition_index)
+                            .is_none()
+                            .then_some(code::UNKNOWN_TOPIC_OR_PARTITION)
+                    })
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The offsets of the partitions without an early code.
+fn to_commit(
+    request: &TxnOffsetCommitRequest,
+    early: &[Vec<Option<i16>>],
+    version: i16,
+) -> Vec<CommitOffset> {
+    request
+        .topics
+        .iter()
+        .zip(early)
+        .flat_map(|(t, codes)| {
+            t.partitions
+                .iter()
+                .zip(codes)
+                .filter(|(_, c)| c.is_none())
+                .map(|(p, _)| CommitOffset {
+                    topic: t.name.0.to_string(),
+                    partition: p.partition_index,
+                    offset: p.committed_offset,
+                    leader_epoch: if version >= 2 {
+                        p.committed_leader_epoch
+                    } else {
+                        -1
+                    },
+                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                })
+        })
+        .collect()
+}
+
+/// Verifies the transaction with the group's partition, then hands the offsets to the group
+/// coordinator: each partition's code (as this version knows it).
+async fn commit(
+    broker: &Arc<Broker>,
+    request: &TxnOffsetCommitRequest,
+    offsets: Vec<CommitOffset>,
+    version: i16,
+) -> BTreeMap<(String, i32), i16> {
+    let group_id = request.group_id.0.to_string();
+    let answered = match verify(broker, request, &group_id).await.err() {
+        Some(code) => offsets
+            .iter()
+            .map(|o| (o.topic.clone(), o.partition, code))
+            .collect(),
+        None => {
+            let req = runnel_group::TxnOffsetCommitRequest {
+                group_id,
+                producer_id: request.producer_id.0,
+                producer_epoch: request.producer_epoch,
+                generation_id: request.generation_id,
+                member_id: request.member_id.to_string(),
+                group_instance_id: request.group_instance_id.as_ref().map(|s| s.to_string()),
+                offsets,
+            };
+            broker.groups.txn_commit(req).await
+        }
+    };
+    answered
+        .into_iter()
+        .map(|(t, p, c)| ((t, p), for_version(c, version)))
+        .collect()
 }
 
 /// TRANSACTION_ABORTABLE exists from v4; older clients get INVALID_TXN_STATE.

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use parking_lot::Mutex;
@@ -26,6 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::partition::Partition;
 use crate::replica_manager::ReplicaManager;
 
 const FETCH_VERSION: i16 = 15;
@@ -139,70 +141,38 @@ async fn fetch_loop(
             tokio::time::sleep(RETRY).await;
             continue;
         };
-        if connection.as_ref().is_none_or(|(a, _)| *a != address) {
-            // TLS and SASL as the inter-broker listener says (crate::inter_broker::open).
-            connection =
-                match crate::inter_broker::open(&address, "runnel-replica-fetcher", IO_TIMEOUT)
-                    .await
-                {
-                    Ok(stream) => Some((address.clone(), stream)),
-                    Err(e) => {
-                        tracing::debug!(leader, error = %e, "replica fetcher cannot connect");
-                        tokio::time::sleep(RETRY).await;
-                        continue;
-                    }
-                };
-        }
-        let Some((_, stream)) = connection.as_mut() else {
+        let Some(stream) = connect(&mut connection, address, leader).await else {
+            tokio::time::sleep(RETRY).await;
             continue;
         };
         correlation = correlation.wrapping_add(1);
-        let broker_epoch = image.borrow().brokers.get(&node_id).map_or(-1, |b| b.epoch);
         let (request, epochs) = build_request(
-            ReplicaState::default()
-                .with_replica_id(BrokerId(node_id))
-                .with_replica_epoch(broker_epoch),
+            replica_state(&image.borrow(), node_id),
             response_max_bytes,
             &replicas,
             &partitions,
         );
-        let answer = {
-            let exchange = exchange(stream, correlation, &request);
-            tokio::pin!(exchange);
-            loop {
-                tokio::select! {
-                    biased;
-                    changed = version.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        let now = followed.lock().get(&leader).cloned().unwrap_or_default();
-                        if now != partitions {
-                            break None;
-                        }
-                    }
-                    answer = &mut exchange => break Some(answer),
+        let exchange = exchange(stream, correlation, &request);
+        let answer =
+            match interruptible(exchange, &mut version, &followed, leader, &partitions).await {
+                Interrupted::Answer(answer) => answer,
+                Interrupted::SetChanged => {
+                    // Drop the long poll in flight (its answer would come on this connection)
+                    // and fetch the new set now.
+                    connection = None;
+                    continue;
                 }
+                Interrupted::Shutdown => return,
+            };
+        match answer.map(|response| apply(&replicas, leader, &epochs, response)) {
+            // An empty answer is the leader's long poll running out (it already waited
+            // MAX_WAIT_MS): fetch again at once, or new records would wait for the pause (and
+            // acks=all producers with them). Only errors back off, briefly at first.
+            Ok(Applied::Errors) => {
+                tokio::time::sleep(error_pause).await;
+                error_pause = (error_pause * 2).min(RETRY);
             }
-        };
-        let Some(answer) = answer else {
-            // The set changed: drop the long poll in flight (its answer would come on this
-            // connection) and fetch the new set now.
-            connection = None;
-            continue;
-        };
-        match answer {
-            Ok(response) => {
-                // An empty answer is the leader's long poll running out (it already waited
-                // MAX_WAIT_MS): fetch again at once, or new records would wait for the pause
-                // (and acks=all producers with them). Only errors back off, briefly at first.
-                if apply(&replicas, leader, &epochs, response) == Applied::Errors {
-                    tokio::time::sleep(error_pause).await;
-                    error_pause = (error_pause * 2).min(RETRY);
-                } else {
-                    error_pause = FIRST_ERROR_PAUSE;
-                }
-            }
+            Ok(Applied::Fine) => error_pause = FIRST_ERROR_PAUSE,
             Err(e) => {
                 tracing::debug!(leader, error = %e, "replica fetch failed; reconnecting");
                 connection = None;
@@ -212,9 +182,73 @@ async fn fetch_loop(
     }
 }
 
+/// The connection to the leader at `address`, opened (TLS and SASL as the inter-broker
+/// listener says, `crate::inter_broker::open`) unless the one held goes there; `None` when
+/// it cannot be opened.
+async fn connect(
+    connection: &mut Option<(String, BoxStream)>,
+    address: String,
+    leader: i32,
+) -> Option<&mut BoxStream> {
+    if connection.as_ref().is_none_or(|(a, _)| *a != address) {
+        *connection =
+            match crate::inter_broker::open(&address, "runnel-replica-fetcher", IO_TIMEOUT).await {
+                Ok(stream) => Some((address, stream)),
+                Err(e) => {
+                    tracing::debug!(leader, error = %e, "replica fetcher cannot connect");
+                    None
+                }
+            };
+    }
+    connection.as_mut().map(|(_, stream)| stream)
+}
+
+/// How a fetch in flight ended.
+enum Interrupted {
+    Answer(Result<FetchResponse, String>),
+    /// The set of partitions followed from this leader changed.
+    SetChanged,
+    /// The fetcher's set is gone (shutdown).
+    Shutdown,
+}
+
+/// Runs `exchange` until it answers or the followed set of `leader` stops being `partitions`.
+async fn interruptible(
+    exchange: impl std::future::Future<Output = Result<FetchResponse, String>>,
+    version: &mut watch::Receiver<u64>,
+    followed: &Followed,
+    leader: i32,
+    partitions: &[(String, i32)],
+) -> Interrupted {
+    tokio::pin!(exchange);
+    loop {
+        tokio::select! {
+            biased;
+            changed = version.changed() => {
+                if changed.is_err() {
+                    return Interrupted::Shutdown;
+                }
+                let now = followed.lock().get(&leader).cloned().unwrap_or_default();
+                if now != partitions {
+                    return Interrupted::SetChanged;
+                }
+            }
+            answer = &mut exchange => return Interrupted::Answer(answer),
+        }
+    }
+}
+
 /// The leader epoch each partition was fetched in, and its topic's name, by (topic id,
 /// partition): v13+ responses name topics by id.
 type Requested = HashMap<(Uuid, i32), (String, i32)>;
+
+/// Who fetches (KIP-903): this broker's id and registration epoch (-1 until registered).
+fn replica_state(image: &MetadataImage, node_id: i32) -> ReplicaState {
+    let broker_epoch = image.brokers.get(&node_id).map_or(-1, |b| b.epoch);
+    ReplicaState::default()
+        .with_replica_id(BrokerId(node_id))
+        .with_replica_epoch(broker_epoch)
+}
 
 fn build_request(
     replica: ReplicaState,
@@ -373,69 +407,9 @@ fn apply(
             if role.leader != leader || role.leader_epoch != *fetched_in {
                 continue;
             }
-            match pd.error_code {
-                0 => {
-                    if pd.diverging_epoch.epoch >= 0 {
-                        let position = |log: &runnel_log::PartitionLog| {
-                            (log.log_end_offset(), log.latest_epoch())
-                        };
-                        let (before, to) = {
-                            let log = p.lock_log();
-                            let to = diverging_truncation(
-                                &log,
-                                pd.diverging_epoch.epoch,
-                                pd.diverging_epoch.end_offset,
-                            );
-                            (position(&log), to)
-                        };
-                        tracing::info!(topic = %p.topic, partition = p.index, from = before.0, to, "truncating a diverging tail");
-                        if let Err(e) = p.truncate_to(to) {
-                            tracing::error!(error = %e, "truncation failed");
-                        }
-                        if position(&p.lock_log()) == before {
-                            // Nothing changed (not even an empty epoch dropped): fetching again
-                            // at once would only repeat this answer, so pause like for an error.
-                            errors = true;
-                        } else {
-                            progressed = true;
-                        }
-                        continue;
-                    }
-                    let records = pd.records.unwrap_or_default();
-                    progressed |= !records.is_empty();
-                    let appended = p
-                        .append_as_follower(&records, pd.high_watermark)
-                        .and_then(|()| p.follow_leader_log_start(pd.log_start_offset));
-                    match appended {
-                        Ok(()) => {}
-                        // Shutting down, or the partition left this broker: nothing to report.
-                        Err(runnel_log::LogError::Closed) => errors = true,
-                        Err(e) => {
-                            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed")
-                        }
-                    }
-                }
-                1 => {
-                    errors = true;
-                    // OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader
-                    // change): cut back to the leader's high watermark and fetch from there.
-                    let leo = p.lock_log().log_end_offset();
-                    if leo < pd.log_start_offset {
-                        // Below the leader's log start (retention or DeleteRecords removed
-                        // what we lack): restart our log where the leader's begins.
-                        tracing::info!(topic = %p.topic, partition = p.index, leo, start = pd.log_start_offset, "restarting the log at the leader's log start");
-                        if let Err(e) = p.truncate_fully_and_start_at(pd.log_start_offset) {
-                            tracing::error!(error = %e, "log restart failed");
-                        }
-                        progressed = true;
-                    } else if leo > pd.high_watermark && pd.high_watermark >= 0 {
-                        if let Err(e) = p.truncate_to(pd.high_watermark) {
-                            tracing::error!(error = %e, "truncation failed");
-                        }
-                    }
-                }
-                _ => errors = true,
-            }
+            let step = apply_partition(&p, pd);
+            progressed |= step.progressed;
+            errors |= step.error;
         }
     }
     if errors && !progressed {
@@ -443,4 +417,95 @@ fn apply(
     } else {
         Applied::Fine
     }
+}
+
+/// What one partition's answer did to this replica.
+#[derive(Debug, Default)]
+struct Step {
+    /// The log moved (records appended, truncated, restarted).
+    progressed: bool,
+    /// An error, or an answer that cannot progress by fetching again at once.
+    error: bool,
+}
+
+fn apply_partition(p: &Partition, pd: PartitionData) -> Step {
+    match pd.error_code {
+        0 if pd.diverging_epoch.epoch >= 0 => truncate_diverging(p, &pd),
+        0 => append_fetched(p, pd),
+        1 => out_of_range(p, &pd),
+        _ => Step {
+            progressed: false,
+            error: true,
+        },
+    }
+}
+
+/// The leader says our log diverged: truncate to the pure `truncation_point`.
+fn truncate_diverging(p: &Partition, pd: &PartitionData) -> Step {
+    let position = |log: &runnel_log::PartitionLog| (log.log_end_offset(), log.latest_epoch());
+    let (before, to) = {
+        let log = p.lock_log();
+        let to = diverging_truncation(
+            &log,
+            pd.diverging_epoch.epoch,
+            pd.diverging_epoch.end_offset,
+        );
+        (position(&log), to)
+    };
+    tracing::info!(topic = %p.topic, partition = p.index, from = before.0, to, "truncating a diverging tail");
+    if let Err(e) = p.truncate_to(to) {
+        tracing::error!(error = %e, "truncation failed");
+    }
+    // Nothing changed (not even an empty epoch dropped): fetching again at once would only
+    // repeat this answer, so pause like for an error.
+    let progressed = position(&p.lock_log()) != before;
+    Step {
+        progressed,
+        error: !progressed,
+    }
+}
+
+/// The leader's batches, its HW and its log start.
+fn append_fetched(p: &Partition, pd: PartitionData) -> Step {
+    let records = pd.records.unwrap_or_default();
+    let mut step = Step {
+        progressed: !records.is_empty(),
+        error: false,
+    };
+    let appended = p
+        .append_as_follower(&records, pd.high_watermark)
+        .and_then(|()| p.follow_leader_log_start(pd.log_start_offset));
+    match appended {
+        Ok(()) => {}
+        // Shutting down, or the partition left this broker: nothing to report.
+        Err(runnel_log::LogError::Closed) => step.error = true,
+        Err(e) => {
+            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed")
+        }
+    }
+    step
+}
+
+/// OFFSET_OUT_OF_RANGE: our end is past the leader's (an unclean leader change): cut back to
+/// the leader's high watermark and fetch from there; or below the leader's log start
+/// (retention or DeleteRecords removed what we lack): restart our log where the leader's
+/// begins.
+fn out_of_range(p: &Partition, pd: &PartitionData) -> Step {
+    let mut step = Step {
+        progressed: false,
+        error: true,
+    };
+    let leo = p.lock_log().log_end_offset();
+    if leo < pd.log_start_offset {
+        tracing::info!(topic = %p.topic, partition = p.index, leo, start = pd.log_start_offset, "restarting the log at the leader's log start");
+        if let Err(e) = p.truncate_fully_and_start_at(pd.log_start_offset) {
+            tracing::error!(error = %e, "log restart failed");
+        }
+        step.progressed = true;
+    } else if leo > pd.high_watermark && pd.high_watermark >= 0 {
+        if let Err(e) = p.truncate_to(pd.high_watermark) {
+            tracing::error!(error = %e, "truncation failed");
+        }
+    }
+    step
 }

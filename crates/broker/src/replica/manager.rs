@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use runnel_log::{CompactionConfig, LogManager};
-use runnel_metadata::{effective_topic_config, BrokerDefaults, MetadataImage};
+use runnel_metadata::{
+    effective_topic_config, BrokerDefaults, EffectiveTopicConfig, MetadataImage,
+};
 
 use crate::partition::{log_config, Partition, Role};
 
@@ -43,11 +45,36 @@ pub(crate) fn disposition(assigned: bool, hosted_caught_up: bool, caught_up: boo
     }
 }
 
+/// The partitions hosted here, by topic name and index.
+type Hosted = HashMap<String, BTreeMap<i32, Arc<Partition>>>;
+
+/// This broker's role for partition `p` of `image`, with its topic's effective config.
+fn role_of(
+    image: &MetadataImage,
+    p: &runnel_metadata::image::PartitionImage,
+    config: &Arc<EffectiveTopicConfig>,
+) -> Role {
+    Role {
+        leader: p.leader,
+        leader_epoch: p.leader_epoch,
+        isr: p.isr.clone(),
+        replicas: p.replicas.clone(),
+        live_replicas: p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| image.brokers.get(r).is_some_and(|b| b.is_active()))
+            .collect(),
+        partition_epoch: p.partition_epoch,
+        config: config.clone(),
+    }
+}
+
 pub struct ReplicaManager {
     node_id: i32,
     logs: LogManager,
     defaults: BrokerDefaults,
-    partitions: RwLock<HashMap<String, BTreeMap<i32, Arc<Partition>>>>,
+    partitions: RwLock<Hosted>,
     /// Whether the metadata image has caught up with the leader's committed offset, so logs
     /// it does not mention may be set aside (see `disposition`).
     caught_up: std::sync::atomic::AtomicBool,
@@ -98,8 +125,28 @@ impl ReplicaManager {
 
     /// Brings the local replicas in line with `image`.
     pub fn apply_image(&self, image: &MetadataImage) {
-        let mut wanted: HashMap<String, BTreeMap<i32, Arc<Partition>>> = HashMap::new();
         let current = self.partitions.read().clone();
+        let wanted = self.assigned_partitions(image, &current);
+        self.dispose_unassigned_logs(&wanted, &current);
+        let replaced = std::mem::replace(&mut *self.partitions.write(), wanted);
+        // Waiters of a partition that left this broker re-check (and find it gone); role
+        // changes of the others woke theirs in `set_role`.
+        for (topic, gone) in replaced {
+            for (index, p) in gone {
+                if self
+                    .get(&topic, index)
+                    .is_none_or(|now| !Arc::ptr_eq(&now, &p))
+                {
+                    p.wake_waiters();
+                }
+            }
+        }
+    }
+
+    /// The partitions `image` assigns here, each with its role: the hosted ones (same topic
+    /// id) given their new role, the others opened (or created).
+    fn assigned_partitions(&self, image: &MetadataImage, current: &Hosted) -> Hosted {
+        let mut wanted = Hosted::new();
         // Dynamic broker configs (kafka-configs --entity-type brokers) sit between the static
         // properties and topic overrides.
         let dynamic_defaults = self.defaults.with_dynamic(image, Some(self.node_id));
@@ -112,20 +159,7 @@ impl ReplicaManager {
                 if !p.replicas.contains(&self.node_id) {
                     continue;
                 }
-                let role = Role {
-                    leader: p.leader,
-                    leader_epoch: p.leader_epoch,
-                    isr: p.isr.clone(),
-                    replicas: p.replicas.clone(),
-                    live_replicas: p
-                        .replicas
-                        .iter()
-                        .copied()
-                        .filter(|r| image.brokers.get(r).is_some_and(|b| b.is_active()))
-                        .collect(),
-                    partition_epoch: p.partition_epoch,
-                    config: config.clone(),
-                };
+                let role = role_of(image, p, &config);
                 let existing = current
                     .get(name)
                     .and_then(|m| m.get(&index))
@@ -158,7 +192,12 @@ impl ReplicaManager {
                     .insert(index, partition);
             }
         }
-        // Logs the image does not assign here: see `disposition`.
+        wanted
+    }
+
+    /// Logs the image does not assign here: kept, deleted or set aside as strays (see
+    /// `disposition`).
+    fn dispose_unassigned_logs(&self, wanted: &Hosted, current: &Hosted) {
         let caught_up = self.caught_up.load(std::sync::atomic::Ordering::Acquire);
         let previous_caught_up = self
             .applied_caught_up
@@ -182,19 +221,6 @@ impl ReplicaManager {
                         tracing::error!(topic = %topic, partition = index, error = %e, "cannot set a stray partition log aside")
                     }
                 },
-            }
-        }
-        let replaced = std::mem::replace(&mut *self.partitions.write(), wanted);
-        // Waiters of a partition that left this broker re-check (and find it gone); role
-        // changes of the others woke theirs in `set_role`.
-        for (topic, gone) in replaced {
-            for (index, p) in gone {
-                if self
-                    .get(&topic, index)
-                    .is_none_or(|now| !Arc::ptr_eq(&now, &p))
-                {
-                    p.wake_waiters();
-                }
             }
         }
     }
