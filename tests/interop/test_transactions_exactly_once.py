@@ -27,7 +27,7 @@ from cluster import Cluster, partition_states
 from conftest import _use
 from harness import wait_until
 from java_client import java_classpath
-from test_transactions_coordinator import describe
+from test_transactions_coordinator import _compact_str, _request, _uvarint, describe
 
 N = 3000
 PARTITIONS = 3
@@ -276,4 +276,59 @@ def test_a_zombie_loop_cannot_commit_after_a_new_instance_started(tmp_path, requ
     assert fenced and fenced[0].split(": ")[1] in ("ProducerFencedException", "InvalidProducerEpochException"), \
         zombie.lines[-10:]
     _check_fenced_and_exactly_once(cluster, sink, txn_id, n, pid, epoch, open_records)
+    cluster.stop_all()
+
+
+def _group_coordinator(cluster, group):
+    """FindCoordinator v4 (key type 0, the group) at a live node: the coordinator's node id."""
+    node = cluster.node(cluster.alive()[0])
+    body = b"\x00" + _uvarint(2) + _compact_str(group) + b"\x00"
+    r = _request(node.address, 10, 4, body)
+    r.take(">i")
+    assert r.uvarint() == 2
+    assert r.compact_str() == group
+    node_id = r.take(">i")
+    r.compact_str()
+    r.take(">i")
+    assert r.take(">h") == 0
+    return node_id
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_pending_transactional_offsets_survive_a_group_coordinator_kill_9(tmp_path, request):
+    """The loop stalls after sendOffsetsToTransaction, so the group coordinator holds that
+    transaction's offsets pending; the group coordinator (leader of the group's
+    __consumer_offsets partition) is killed -9 and restarted; then the loop commits. The new
+    coordinator must have reloaded the pending offsets from the log and materialize them with
+    the COMMIT marker. The loop ends right after that commit and a second instance finishes
+    from the group's committed offsets: had they been lost, it would read that transaction's
+    records again and the output would hold duplicates."""
+    n = 600
+    cluster, sink, base = _loop_cluster(tmp_path, request, n)
+    txn_id = next(a for a in base if a.startswith("id=")).split("=", 1)[1]
+    group = next(a for a in base if a.startswith("group=")).split("=", 1)[1]
+    resume = tmp_path / "resume"
+    loop = _Loop(base + [f"stall_at={n // 3}", "stall_after_offsets=true", f"resume_file={resume}"])
+    loop.start()
+    try:
+        _, coordinator, _, _ = _wait_open_transaction(cluster, loop, txn_id)
+        partitions = describe(cluster.node(coordinator).address, txn_id)[4]
+        assert any(t == "__consumer_offsets" for t, _ in partitions), partitions
+        group_coordinator = wait_until(lambda: _group_coordinator(cluster, group), OP_TIMEOUT,
+                                       desc="the group's coordinator")
+        cluster.kill9(group_coordinator)
+        cluster.start_node(group_coordinator)
+        resume.write_text("go")
+        _run_to_end(loop)
+    finally:
+        if loop.proc.poll() is None:
+            loop.proc.kill()
+    assert "resumed commit ok" in loop.lines, loop.lines[-20:]
+    assert loop.progress < n, loop.progress
+    second = _Loop(base)
+    second.start()
+    _run_to_end(second)
+    assert second.progress == n - loop.progress, (second.progress, loop.progress)
+    _exactly_once(_read_committed(cluster.bootstrap, sink), n)
     cluster.stop_all()

@@ -39,7 +39,11 @@ import org.apache.kafka.common.errors.ProducerFencedException;
  * has meanwhile started the other instance), then tries to commit that transaction as a
  * zombie would: the commit must fail with ProducerFencedException (or
  * InvalidProducerEpochException), which prints "zombie fenced: <exception>" and ends the
- * scenario. {@code txn_timeout_ms} sets transaction.timeout.ms (default 30000),
+ * scenario. With {@code stall_after_offsets=true} the stall comes after
+ * sendOffsetsToTransaction (the group coordinator holds the offsets pending), and on resume the
+ * loop commits that transaction, prints "resumed commit ok" and ends: the next instance starts
+ * from the offsets that commit made the group's.
+ * {@code txn_timeout_ms} sets transaction.timeout.ms (default 30000),
  * {@code max_poll_interval_ms} the consumer's max.poll.interval.ms (default 300000).
  */
 final class ExactlyOnceScenarios {
@@ -55,6 +59,7 @@ final class ExactlyOnceScenarios {
         int txnTimeoutMs = Integer.parseInt(env.args().getOrDefault("txn_timeout_ms", "30000"));
         int maxPollMs = Integer.parseInt(env.args().getOrDefault("max_poll_interval_ms", "300000"));
         String resumeFile = env.args().get("resume_file");
+        boolean stallAfterOffsets = Boolean.parseBoolean(env.args().getOrDefault("stall_after_offsets", "false"));
         long deadline = System.currentTimeMillis() + Long.parseLong(env.args().getOrDefault("budget_ms", "240000"));
         long progress = 0;
         int restarts = 0;
@@ -94,7 +99,8 @@ final class ExactlyOnceScenarios {
                     for (ConsumerRecord<byte[], byte[]> r : records) {
                         producer.send(new ProducerRecord<>(output, r.key(), r.value()));
                     }
-                    if (stallAt >= 0 && progress >= stallAt) {
+                    boolean stall = stallAt >= 0 && progress >= stallAt;
+                    if (stall && !stallAfterOffsets) {
                         producer.flush();
                         System.out.println("open-txn records=" + records.count());
                         System.out.flush();
@@ -120,6 +126,22 @@ final class ExactlyOnceScenarios {
                         offsets.put(tp, new OffsetAndMetadata(rs.get(rs.size() - 1).offset() + 1));
                     }
                     producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                    if (stall && stallAfterOffsets) {
+                        producer.flush();
+                        System.out.println("open-txn records=" + records.count());
+                        System.out.flush();
+                        Check.that(resumeFile != null, "stall_after_offsets needs resume_file");
+                        while (!java.nio.file.Files.exists(java.nio.file.Path.of(resumeFile))) {
+                            Check.that(System.currentTimeMillis() < deadline, "never resumed");
+                            Thread.sleep(50);
+                        }
+                        producer.commitTransaction();
+                        progress += records.count();
+                        System.out.println("progress=" + progress);
+                        System.out.println("resumed commit ok");
+                        System.out.flush();
+                        return;
+                    }
                     producer.commitTransaction();
                     progress += records.count();
                     System.out.println("progress=" + progress);
