@@ -94,6 +94,11 @@ fn a_data_directory_dumps_every_metadata_file_in_it() {
             format!("Dumping {}", quorum.join("raft.log").display()),
         ]
     );
+    // A directory without metadata is an error, not an empty dump.
+    let empty = tempfile::tempdir().unwrap();
+    let (ok, _, err) = dump(&["--files", empty.path().to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("no metadata log or snapshot in it"), "{err}");
     let (_, single, _) = dump(&["--files", "tests/data/golden-metadata/v1/raft/raft.log"]);
     assert!(
         out.ends_with(single.split_once('\n').unwrap().1),

@@ -77,14 +77,22 @@ impl Dump {
 
 pub fn run(args: DumpLogArgs) -> Result<()> {
     let mut failed = false;
-    let files: Vec<std::path::PathBuf> = if args.cluster_metadata_decoder {
-        args.files
-            .iter()
-            .flat_map(|f| super::dump_metadata::files_of(f))
-            .collect()
-    } else {
-        args.files.clone()
-    };
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for f in &args.files {
+        if !args.cluster_metadata_decoder {
+            files.push(f.clone());
+            continue;
+        }
+        let found = super::dump_metadata::files_of(f);
+        if found.is_empty() {
+            eprintln!(
+                "Cannot dump {}: no metadata log or snapshot in it",
+                f.display()
+            );
+            failed = true;
+        }
+        files.extend(found);
+    }
     for file in &files {
         let mut dump = Dump {
             stream: true,
