@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from clients import OP_TIMEOUT, ck_conf, create_topic, unique_topic
+from clients import OP_TIMEOUT, ck_conf, create_topic, kp_kwargs, unique_topic
 
 
 def _producer(bootstrap, tid):
@@ -203,3 +203,53 @@ def test_transactional_offsets_are_pending_until_the_marker_and_survive_a_kill9_
     p.send_offsets_to_transaction([TopicPartition(name, 0, 11)], meta, OP_TIMEOUT)
     p.commit_transaction(OP_TIMEOUT)
     _wait_committed(b.bootstrap, group, name, 11)
+
+
+def test_kafka_python_transactional_producer(broker):
+    """kafka-python's own transactional producer (the pinned 3.0.12 has one, issue 13): a
+    committed transaction reaches read_committed readers and an aborted one only
+    read_uncommitted ones, offsets sent with a transaction become the group's committed
+    offsets with it, and a second producer with the same transactional.id fences the first."""
+    from kafka import KafkaProducer, OffsetAndMetadata
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import InvalidProducerEpochError, ProducerFencedError
+
+    topic = create_topic(broker.bootstrap, unique_topic("kp-txn"), 2)
+    tid = f"kp-tid-{uuid.uuid4().hex[:8]}"
+    p = KafkaProducer(**kp_kwargs(broker.bootstrap, transactional_id=tid))
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(10):
+        p.send(topic, value=f"c-{i}".encode(), partition=i % 2)
+    p.commit_transaction()
+    p.begin_transaction()
+    for i in range(5):
+        p.send(topic, value=f"a-{i}".encode(), partition=i % 2)
+    p.flush()
+    p.abort_transaction()
+    group = unique_topic("kp-txn-group")
+    p.begin_transaction()
+    p.send(topic, value=b"o-0", partition=0)
+    p.send_offsets_to_transaction({KTopicPartition(topic, 0): OffsetAndMetadata(7, "", -1)}, group)
+    p.commit_transaction()
+    committed = _read_all(broker.bootstrap, topic, 2, "read_committed")
+    assert sorted(committed) == sorted([f"c-{i}".encode() for i in range(10)] + [b"o-0"])
+    assert len(_read_all(broker.bootstrap, topic, 2, "read_uncommitted")) == 16
+    c = Consumer(ck_conf(broker.bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        assert c.committed([TopicPartition(topic, 0)], timeout=OP_TIMEOUT)[0].offset == 7
+    finally:
+        c.close()
+    # A second producer with the same id fences the first: its next transaction fails.
+    p2 = KafkaProducer(**kp_kwargs(broker.bootstrap, transactional_id=tid))
+    p2.init_transactions()
+    with pytest.raises((ProducerFencedError, InvalidProducerEpochError)):
+        p.begin_transaction()
+        p.send(topic, value=b"zombie", partition=0).get(timeout=OP_TIMEOUT)
+        p.commit_transaction()
+    p.close(timeout=5)
+    p2.begin_transaction()
+    p2.send(topic, value=b"p2", partition=1)
+    p2.commit_transaction()
+    p2.close(timeout=5)
+    assert b"zombie" not in _read_all(broker.bootstrap, topic, 2, "read_committed")

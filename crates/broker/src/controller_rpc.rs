@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use runnel_metadata::controller::AlterUserScramCredentials;
 use runnel_metadata::controller::{
     AllocateProducerIds, AlterConfigs, AlterPartition, AlterReassignments, BrokerHeartbeat,
     ControlledShutdown, ControllerOp, CreateAcls, CreatePartitions, CreateTopics, DeleteAcls,
     DeleteTopics, ElectLeaders, Events, RegisterBroker, ShutdownComplete,
 };
+use runnel_metadata::controller::{AlterUserScramCredentials, BootstrapFeatures};
 use runnel_metadata::quota::AlterClientQuotas;
 use runnel_metadata::{codes, ApiError};
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,7 @@ pub async fn serve(
         AlterConfigs::NAME => run::<AlterConfigs>(handle, request).await,
         AlterUserScramCredentials::NAME => run::<AlterUserScramCredentials>(handle, request).await,
         AlterClientQuotas::NAME => run::<AlterClientQuotas>(handle, request).await,
+        BootstrapFeatures::NAME => run::<BootstrapFeatures>(handle, request).await,
         CreateAcls::NAME => run::<CreateAcls>(handle, request).await,
         DeleteAcls::NAME => run::<DeleteAcls>(handle, request).await,
         RegisterBroker::NAME => run::<RegisterBroker>(handle, request).await,

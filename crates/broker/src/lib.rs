@@ -111,26 +111,32 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(BrokerError::Config)?;
     // `runnel storage format --add-scram` stored these (salted) in the data directory.
-    let formatted_users: Vec<runnel_metadata::ScramUpsertion> =
-        meta_properties::read_bootstrap(&config.data_dir)
-            .map_err(|e| BrokerError::Startup(e.to_string()))?
-            .map(|b| {
-                b.scram
-                    .into_iter()
-                    .map(|c| runnel_metadata::ScramUpsertion {
-                        name: c.name,
-                        mechanism: c.mechanism,
-                        iterations: c.iterations,
-                        salt: c.salt,
-                        stored_key: c.stored_key,
-                        server_key: c.server_key,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+    let bootstrap = meta_properties::read_bootstrap(&config.data_dir)
+        .map_err(|e| BrokerError::Startup(e.to_string()))?;
+    // ... and the feature levels it chose (--release-version, --feature).
+    let formatted_features = bootstrap
+        .as_ref()
+        .map(|b| b.features.clone())
+        .unwrap_or_default();
+    let formatted_users: Vec<runnel_metadata::ScramUpsertion> = bootstrap
+        .map(|b| {
+            b.scram
+                .into_iter()
+                .map(|c| runnel_metadata::ScramUpsertion {
+                    name: c.name,
+                    mechanism: c.mechanism,
+                    iterations: c.iterations,
+                    salt: c.salt,
+                    stored_key: c.stored_key,
+                    server_key: c.server_key,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let node = startup::start(config).await?;
     scram_bootstrap::spawn(node.broker.clone(), bootstrap_users);
     scram_bootstrap::spawn_salted(node.broker.clone(), formatted_users);
+    scram_bootstrap::spawn_features(node.broker.clone(), formatted_features);
     // One line per listener first (tests and scripts read the ports), then the inter-broker one.
     for (name, addr) in &node.listeners {
         println!("Runnel broker {} listener {name} on {addr}", node.node_id);

@@ -243,6 +243,11 @@ pub struct Bootstrap {
     pub initial_controllers: Vec<InitialController>,
     #[serde(default)]
     pub scram: Vec<BootstrapScram>,
+    /// The feature levels of a new cluster (`--release-version`, `--feature`), every
+    /// supported feature; empty in files written before format chose them (the cluster then
+    /// keeps the default levels).
+    #[serde(default)]
+    pub features: BTreeMap<String, i16>,
 }
 
 impl Bootstrap {
@@ -288,6 +293,12 @@ pub fn read_bootstrap(dir: &Path) -> Result<Option<Bootstrap>, MetaPropertiesErr
                     b.version
                 )));
             }
+            runnel_metadata::features::check_supported_levels(&b.features).map_err(|why| {
+                MetaPropertiesError::Invalid(format!(
+                    "{} has feature levels this node does not support: {why}",
+                    path.display()
+                ))
+            })?;
             Ok(Some(b))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -167,18 +167,61 @@ fn scan(bytes: &[u8]) -> Result<damage::Scanned<Vec<MetadataRecord>>, damage::Da
 
 /// The complete line at the start of `bytes` (ending in '\n') if its checksum and JSON are good.
 fn parse_line(bytes: &[u8]) -> Option<(Vec<MetadataRecord>, usize)> {
-    let end = bytes.iter().position(|&b| b == b'\n')?;
-    let text = std::str::from_utf8(&bytes[..end]).ok()?;
-    let (crc_hex, json) = text.split_once(' ')?;
-    let crc = u32::from_str_radix(crc_hex, 16).ok()?;
-    if crc32c::crc32c(json.as_bytes()) != crc {
-        return None;
-    }
+    let (json, _, used) = checked_line(bytes)?;
     let records = match serde_json::from_str(json).ok()? {
         Line::Batch(records) => records,
         Line::One(record) => vec![record],
     };
-    Some((records, end + 1))
+    Some((records, used))
+}
+
+/// The JSON of the complete line at the start of `bytes` whose checksum matches, with the
+/// checksum and the line's length (newline included).
+fn checked_line(bytes: &[u8]) -> Option<(&str, u32, usize)> {
+    let end = bytes.iter().position(|&b| b == b'\n')?;
+    let text = std::str::from_utf8(&bytes[..end]).ok()?;
+    let (crc_hex, json) = text.split_once(' ')?;
+    let crc = u32::from_str_radix(crc_hex, 16).ok()?;
+    (crc32c::crc32c(json.as_bytes()) == crc).then_some((json, crc, end + 1))
+}
+
+/// One line of `metadata.log` for offline tools (`runnel dump-log --cluster-metadata-decoder`),
+/// checked as `open` checks it, its records left as JSON values so that one this build cannot
+/// decode is reported alone.
+#[derive(Debug)]
+pub struct RawLine {
+    pub position: u64,
+    pub size: u64,
+    pub crc: u32,
+    pub records: Vec<serde_json::Value>,
+}
+
+/// The lines of a `metadata.log` up to the first invalid one, and where that one starts with
+/// whether valid lines follow it (damage, which `open` refuses, rather than a torn tail).
+pub fn read_raw_lines(bytes: &[u8]) -> (Vec<RawLine>, Option<(u64, bool)>) {
+    let mut lines = Vec::new();
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let rest = &bytes[pos..];
+        let parsed = checked_line(rest).and_then(|(json, crc, used)| {
+            let records = match serde_json::from_str(json).ok()? {
+                serde_json::Value::Array(records) => records,
+                one => vec![one],
+            };
+            Some((records, crc, used))
+        });
+        let Some((records, crc, used)) = parsed else {
+            return (lines, Some((pos as u64, any_valid_line(rest))));
+        };
+        lines.push(RawLine {
+            position: pos as u64,
+            size: used as u64,
+            crc,
+            records,
+        });
+        pos += used;
+    }
+    (lines, None)
 }
 
 /// Whether any complete valid line follows the rest of the (bad) line `bytes` starts in.

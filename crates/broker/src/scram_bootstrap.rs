@@ -123,11 +123,10 @@ pub fn spawn_salted(broker: Arc<Broker>, credentials: Vec<ScramUpsertion>) {
     if credentials.is_empty() {
         return;
     }
-    tokio::spawn(async move {
-        let deadline = Instant::now() + BOOTSTRAP_PATIENCE;
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            let image = broker.image();
+    spawn_bootstrap(
+        broker,
+        "bootstrap SCRAM credentials",
+        move |image| {
             let missing: Vec<ScramUpsertion> = credentials
                 .iter()
                 .filter(|u| {
@@ -137,35 +136,78 @@ pub fn spawn_salted(broker: Arc<Broker>, credentials: Vec<ScramUpsertion>) {
                 })
                 .cloned()
                 .collect();
-            if missing.is_empty() {
-                return;
-            }
-            match broker
-                .controller
-                .run(runnel_metadata::controller::AlterUserScramCredentials {
-                    deletions: Vec::new(),
-                    upsertions: missing,
-                })
-                .await
-            {
-                Ok(results) => {
-                    for (user, result) in results {
-                        match result {
-                            Ok(()) => tracing::info!(%user, "bootstrap SCRAM credential added"),
-                            Err(e) => {
-                                tracing::warn!(%user, error = %e, "bootstrap SCRAM credential refused")
-                            }
-                        }
+            (!missing.is_empty()).then(|| runnel_metadata::controller::AlterUserScramCredentials {
+                deletions: Vec::new(),
+                upsertions: missing,
+            })
+        },
+        |results| {
+            for (user, result) in results {
+                match result {
+                    Ok(()) => tracing::info!(%user, "bootstrap SCRAM credential added"),
+                    Err(e) => {
+                        tracing::warn!(%user, error = %e, "bootstrap SCRAM credential refused")
                     }
+                }
+            }
+        },
+    );
+}
+
+/// Records the feature levels `runnel storage format --release-version / --feature` wrote into
+/// the data directory's bootstrap file, if the cluster has recorded none yet
+/// (`runnel_metadata::controller::BootstrapFeatures`), retrying as [`spawn_salted`].
+pub fn spawn_features(broker: Arc<Broker>, levels: std::collections::BTreeMap<String, i16>) {
+    if levels.is_empty() {
+        return;
+    }
+    spawn_bootstrap(
+        broker,
+        "bootstrap feature levels",
+        move |image| {
+            image
+                .features
+                .is_empty()
+                .then(|| runnel_metadata::controller::BootstrapFeatures {
+                    levels: levels.clone(),
+                })
+        },
+        |recorded| {
+            if recorded {
+                tracing::info!("bootstrap feature levels recorded");
+            }
+        },
+    );
+}
+
+/// Runs the operation `next` makes from the current image (`None`: nothing left to do) at the
+/// active controller, retrying with a backoff while no controller answers, for at most
+/// [`BOOTSTRAP_PATIENCE`]; `answered` gets the controller's answer.
+fn spawn_bootstrap<O: runnel_metadata::controller::ControllerOp>(
+    broker: Arc<Broker>,
+    what: &'static str,
+    next: impl Fn(&runnel_metadata::image::MetadataImage) -> Option<O> + Send + 'static,
+    answered: impl FnOnce(O::Response) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let deadline = Instant::now() + BOOTSTRAP_PATIENCE;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let Some(op) = next(&broker.image()) else {
+                return;
+            };
+            match broker.controller.run(op).await {
+                Ok(response) => {
+                    answered(response);
                     return;
                 }
                 Err(e) if Instant::now() < deadline => {
-                    tracing::debug!(error = %e, "bootstrap SCRAM credentials: controller not ready, retrying");
+                    tracing::debug!(error = %e, "{what}: controller not ready, retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(BOOTSTRAP_BACKOFF_MAX);
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot add the bootstrap SCRAM credentials");
+                    tracing::warn!(error = %e, "cannot add the {what}");
                     return;
                 }
             }

@@ -7,7 +7,10 @@
 //! the KIP-848 consumer protocol (ConsumerGroupHeartbeat); `kraft.version` 0 is a static voter
 //! set; `transaction.version` 0 means clients must not use KIP-890 part 2 (Produce v12 with an
 //! implicit AddPartitionsToTxn, EndTxn v5's epoch bump), which Runnel does not implement.
-//! Finalized levels are fixed: UpdateFeatures accepts only the level already finalized.
+//! Finalized levels are fixed: UpdateFeatures accepts only the level already finalized. A new
+//! cluster's levels can be chosen at format time (`runnel storage format --release-version /
+//! --feature`, [`bootstrap_levels`]); they are reported, but Runnel's behaviour does not depend
+//! on them (a cluster finalized at group.version 0 still serves ConsumerGroupHeartbeat).
 
 use std::collections::BTreeMap;
 
@@ -44,7 +47,10 @@ pub const SUPPORTED: &[SupportedFeature] = &[
 ];
 
 /// The levels a new cluster is finalized at (name -> level).
-pub const DEFAULT_FINALIZED: &[(&str, i16)] = &[("group.version", 1), ("metadata.version", 25)];
+pub const DEFAULT_FINALIZED: &[(&str, i16)] = &[
+    ("group.version", 1),
+    ("metadata.version", DEFAULT_METADATA_VERSION),
+];
 
 /// The features to advertise in an ApiVersions response of `api_version`: before v4 a feature
 /// whose minimum is 0 is left out (older clients cannot parse it, KAFKA-17492).
@@ -66,6 +72,172 @@ pub fn finalized(recorded: &BTreeMap<String, i16>) -> BTreeMap<String, i16> {
     }
     out.retain(|_, l| *l != 0);
     out
+}
+
+/// Kafka's `MetadataVersion` names of the levels 1..=25 (3.0-IV1 .. 4.0-IV3); Runnel supports
+/// 7..=25 ([`SUPPORTED`]).
+const METADATA_VERSION_NAMES: [&str; 25] = [
+    "3.0-IV1", "3.1-IV0", "3.2-IV0", "3.3-IV0", "3.3-IV1", "3.3-IV2", "3.3-IV3", "3.4-IV0",
+    "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2", "3.7-IV0", "3.7-IV1",
+    "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0", "4.0-IV1", "4.0-IV2",
+    "4.0-IV3",
+];
+
+/// The Kafka release name of a `metadata.version` level (`21` -> `3.9-IV0`).
+pub fn metadata_version_name(level: i16) -> Option<&'static str> {
+    let i = usize::try_from(level.checked_sub(1)?).ok()?;
+    METADATA_VERSION_NAMES.get(i).copied()
+}
+
+/// The level of a release version as Kafka's `MetadataVersion.fromVersionString` reads it:
+/// `3.7-IV2` exactly, `3.7` (or `3.7.1`) as that release's last level. Unknown: Kafka's
+/// `Version <text> is not a valid version`.
+pub fn metadata_version_level(text: &str) -> Result<i16, String> {
+    let segments: Vec<&str> = text.split('.').collect();
+    let key = if segments.len() > 2 {
+        segments[..2].join(".")
+    } else {
+        text.to_string()
+    };
+    let exact = METADATA_VERSION_NAMES.iter().position(|n| *n == key);
+    let release = METADATA_VERSION_NAMES
+        .iter()
+        .rposition(|n| n.split('-').next() == Some(key.as_str()));
+    exact
+        .or(release)
+        .and_then(|i| i16::try_from(i + 1).ok())
+        .ok_or_else(|| format!("Version {text} is not a valid version"))
+}
+
+/// The feature levels a new cluster starts at, from kafka-storage.sh format's
+/// `--release-version` and `--feature name=level` (Kafka's `Formatter`
+/// `calculateEffectiveFeatureLevels`): metadata.version from the release version (default the
+/// newest, 4.0-IV3) or from `--feature metadata.version=N` (not both), every other supported
+/// feature at the given level or at its default for that metadata.version, each checked
+/// against what Runnel supports, with Kafka's messages. Returns every supported feature.
+pub fn bootstrap_levels(
+    release_version: Option<&str>,
+    features: &[String],
+) -> Result<BTreeMap<String, i16>, String> {
+    let mut given = BTreeMap::new();
+    for raw in features {
+        let (name, level) = raw.split_once('=').ok_or_else(|| {
+            format!("Can't parse feature=level string {raw}: equals sign not found.")
+        })?;
+        let level: i16 = level.trim().parse().map_err(|_| {
+            format!(
+                "Can't parse feature=level string {raw}: unable to parse {} as a short.",
+                level.trim()
+            )
+        })?;
+        given.insert(name.trim().to_string(), level);
+    }
+    let metadata_version =
+        match (given.get(METADATA_VERSION), release_version) {
+            (Some(_), Some(_)) => return Err(
+                "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."
+                    .into(),
+            ),
+            (Some(&level), None) => {
+                if metadata_version_name(level).is_none() {
+                    return Err(format!("No MetadataVersion with feature level {level}"));
+                }
+                level
+            }
+            (None, Some(text)) => metadata_version_level(text)?,
+            (None, None) => DEFAULT_METADATA_VERSION,
+        };
+    let mv = SUPPORTED
+        .iter()
+        .find(|f| f.name == METADATA_VERSION)
+        .map_or((DEFAULT_METADATA_VERSION, DEFAULT_METADATA_VERSION), |f| {
+            (f.min, f.max)
+        });
+    let mv_name = metadata_version_name(metadata_version).unwrap_or("UNKNOWN");
+    if metadata_version < mv.0 {
+        return Err(format!(
+            "metadata.version {mv_name} is too old to be supported."
+        ));
+    }
+    if metadata_version > mv.1 {
+        return Err(format!("metadata.version {mv_name} is not yet stable."));
+    }
+    let others: Vec<&SupportedFeature> = SUPPORTED
+        .iter()
+        .filter(|f| f.name != METADATA_VERSION)
+        .collect();
+    for name in given.keys() {
+        if name != METADATA_VERSION && !others.iter().any(|f| f.name == name) {
+            let names: Vec<&str> = others.iter().map(|f| f.name).collect();
+            return Err(format!(
+                "Unsupported feature: {name}. Supported features are: {}",
+                names.join(", ")
+            ));
+        }
+    }
+    let mut out = BTreeMap::new();
+    out.insert(METADATA_VERSION.to_string(), metadata_version);
+    for f in others {
+        let level = given
+            .get(f.name)
+            .copied()
+            .unwrap_or_else(|| default_level(f.name, metadata_version));
+        if !(f.min..=f.max).contains(&level) {
+            return Err(format!("No feature:{} with feature level {level}", f.name));
+        }
+        if let Some(needs) = required_metadata_version(f.name, level) {
+            if metadata_version < needs {
+                return Err(format!(
+                    "{} could not be set to {level} because it depends on metadata.version level {needs}",
+                    f.name
+                ));
+            }
+        }
+        out.insert(f.name.to_string(), level);
+    }
+    Ok(out)
+}
+
+const METADATA_VERSION: &str = "metadata.version";
+
+/// The metadata.version a new cluster starts at (the finalized default).
+pub const DEFAULT_METADATA_VERSION: i16 = 25;
+
+/// A feature's default level at a metadata.version (Kafka's `Features.defaultValue`): the
+/// newest level whose bootstrap metadata.version it reaches.
+fn default_level(feature: &str, metadata_version: i16) -> i16 {
+    match feature {
+        // GV_1's bootstrap metadata.version is 4.0-IV0 (22).
+        "group.version" if metadata_version >= 22 => 1,
+        _ => 0,
+    }
+}
+
+/// The metadata.version a feature level needs (Kafka's `validateVersion`: every level above 0
+/// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0).
+fn required_metadata_version(feature: &str, level: i16) -> Option<i16> {
+    match (feature, level) {
+        (_, l) if l < 1 => None,
+        ("group.version", _) => Some(22),
+        _ => Some(4),
+    }
+}
+
+/// Whether every level names a supported feature within its range (the check of levels read
+/// from a bootstrap file or a controller frame; level 0 disables a feature whose minimum is 0).
+pub fn check_supported_levels(levels: &BTreeMap<String, i16>) -> Result<(), String> {
+    for (name, &level) in levels {
+        let Some(f) = SUPPORTED.iter().find(|f| f.name == name) else {
+            return Err(format!("unsupported feature {name}"));
+        };
+        if !(f.min..=f.max).contains(&level) {
+            return Err(format!(
+                "{name} level {level} is outside the supported {}-{}",
+                f.min, f.max
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Kafka's INVALID_UPDATE_VERSION.
@@ -146,5 +318,54 @@ mod tests {
         assert!(why.contains("fixed at 25"), "{why}");
         let (_, why) = check_update(&f, "no.such.feature", 1).unwrap_err();
         assert!(why.contains("does not support"), "{why}");
+    }
+
+    #[test]
+    fn release_versions_read_as_kafka() {
+        assert_eq!(metadata_version_level("3.7-IV2"), Ok(17));
+        assert_eq!(metadata_version_level("3.7"), Ok(19));
+        assert_eq!(metadata_version_level("3.8.1"), Ok(20));
+        assert_eq!(metadata_version_level("4.0"), Ok(25));
+        assert_eq!(
+            metadata_version_level("9.9"),
+            Err("Version 9.9 is not a valid version".into())
+        );
+        assert_eq!(metadata_version_name(21), Some("3.9-IV0"));
+        assert_eq!(metadata_version_name(26), None);
+        assert_eq!(metadata_version_name(0), None);
+    }
+
+    #[test]
+    fn bootstrap_levels_follow_kafkas_formatter() {
+        let levels = |r: Option<&str>, f: &[&str]| {
+            bootstrap_levels(r, &f.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let all = levels(None, &[]).unwrap();
+        assert_eq!(all.get("metadata.version"), Some(&25));
+        assert_eq!(all.get("group.version"), Some(&1));
+        assert_eq!(all.len(), SUPPORTED.len());
+        // A 3.x release defaults group.version to 0 (GV_1 needs 4.0-IV0).
+        let old = levels(Some("3.8"), &[]).unwrap();
+        assert_eq!((old["metadata.version"], old["group.version"]), (20, 0));
+        let set = levels(Some("4.0-IV1"), &["group.version=0"]).unwrap();
+        assert_eq!((set["metadata.version"], set["group.version"]), (23, 0));
+        assert_eq!(
+            levels(None, &["metadata.version=21"]).unwrap()["metadata.version"],
+            21
+        );
+        for (r, f, why) in [
+            (Some("3.2"), vec![], "metadata.version 3.2-IV0 is too old to be supported."),
+            (Some("5.0"), vec![], "Version 5.0 is not a valid version"),
+            (Some("4.0"), vec!["metadata.version=25"], "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
+            (None, vec!["metadata.version=99"], "No MetadataVersion with feature level 99"),
+            (None, vec!["share.version=1"], "Unsupported feature: share.version. Supported features are: group.version, kraft.version, transaction.version"),
+            (None, vec!["group.version=2"], "No feature:group.version with feature level 2"),
+            (None, vec!["transaction.version=2"], "No feature:transaction.version with feature level 2"),
+            (Some("3.9"), vec!["group.version=1"], "group.version could not be set to 1 because it depends on metadata.version level 22"),
+            (None, vec!["group.version"], "Can't parse feature=level string group.version: equals sign not found."),
+            (None, vec!["group.version=x"], "Can't parse feature=level string group.version=x: unable to parse x as a short."),
+        ] {
+            assert_eq!(levels(r, &f), Err(why.to_string()), "{r:?} {f:?}");
+        }
     }
 }

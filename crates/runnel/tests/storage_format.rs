@@ -356,7 +356,12 @@ fn initial_controllers_are_the_quorum_of_a_formatted_node() {
     let dir = tmp.path().join("n1");
     let id = random_uuid();
     let voter = format!("1@127.0.0.1:{controller_port}:{}", random_uuid());
-    let o = format(&dir, 1, &id, &["--initial-controllers", &voter]);
+    let o = format(
+        &dir,
+        1,
+        &id,
+        &["--initial-controllers", &voter, "--release-version", "3.8"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     // No --controller-quorum-voters: the node runs the quorum it was formatted with.
     let _node = start_node(&dir, 1, "", kafka_port, &tmp.path().join("n1.log"));
@@ -365,5 +370,113 @@ fn initial_controllers_are_the_quorum_of_a_formatted_node() {
     wait_until("node 1 leads the formatted quorum", || {
         support::cluster::quorum(&addr)
             .is_some_and(|(leader, _, voters)| leader == 1 && voters == vec![1])
+    });
+    // The formatted levels go through the Raft log as well (3.8 is 3.8-IV0, level 20).
+    wait_until("metadata.version finalized at 3.8-IV0", || {
+        finalized_levels(&addr) == vec![("metadata.version".to_string(), 20)]
+    });
+}
+
+/// The finalized levels an ApiVersions v3 answer carries (name -> level).
+fn finalized_levels(addr: &str) -> Vec<(String, i16)> {
+    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+    let resp: ApiVersionsResponse =
+        Wire::connect(addr).call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    resp.finalized_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.max_version_level))
+        .collect()
+}
+
+fn features_describe(addr: &str) -> String {
+    stdout(&runnel(&[
+        "features",
+        "--bootstrap-server",
+        addr,
+        "describe",
+    ]))
+}
+
+/// `--release-version` / `--feature` (kafka-storage.sh 3.8+): unknown versions, unsupported
+/// features and levels, and inconsistent combinations are refused with Kafka's messages before
+/// anything is written; accepted levels are the cluster's finalized ones (ApiVersions and
+/// `runnel features describe`), also after a restart.
+#[test]
+fn formatted_feature_levels_are_the_finalized_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refused: [(&[&str], &str); 5] = [
+        (&["--release-version", "9.9"], "Version 9.9 is not a valid version"),
+        (
+            &["--release-version", "3.2"],
+            "metadata.version 3.2-IV0 is too old to be supported.",
+        ),
+        (
+            &["--feature", "share.version=1"],
+            "Unsupported feature: share.version. Supported features are: group.version, kraft.version, transaction.version",
+        ),
+        (
+            &["--feature", "transaction.version=2"],
+            "No feature:transaction.version with feature level 2",
+        ),
+        (
+            &["--release-version", "3.9", "--feature", "group.version=1"],
+            "group.version could not be set to 1 because it depends on metadata.version level 22",
+        ),
+    ];
+    for (extra, why) in refused {
+        let dir = tmp.path().join("refused");
+        let mut args = vec!["--standalone"];
+        args.extend_from_slice(extra);
+        let o = format(&dir, 1, &random_uuid(), &args);
+        assert!(!o.status.success(), "{extra:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains(why), "{extra:?}: {}", stderr(&o));
+        assert!(!dir.join("meta.properties").exists(), "{extra:?}");
+        assert!(!dir.join("bootstrap.json").exists(), "{extra:?}");
+    }
+    let dir = tmp.path().join("d");
+    let o = format(
+        &dir,
+        1,
+        &random_uuid(),
+        &["--standalone", "--release-version", "3.9-IV0"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("with metadata.version 3.9-IV0."),
+        "{}",
+        stdout(&o)
+    );
+    let mut broker = TestBroker::start(&dir, &[]);
+    // 3.9's group.version defaults to 0 (GV_1 needs 4.0-IV0): not finalized, as Kafka omits
+    // a feature at level 0.
+    let expected = vec![("metadata.version".to_string(), 21)];
+    wait_until("metadata.version finalized at 3.9-IV0", || {
+        finalized_levels(&broker.addr) == expected
+    });
+    let lines = features_describe(&broker.addr);
+    assert!(
+        lines.contains("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.0-IV3\tFinalizedVersionLevel: 3.9-IV0\t"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\t"),
+        "{lines}"
+    );
+    broker.restart();
+    assert_eq!(finalized_levels(&broker.addr), expected);
+
+    // --feature alone: metadata.version stays the newest, the feature takes the given level.
+    let dir = tmp.path().join("e");
+    let o = format(
+        &dir,
+        1,
+        &random_uuid(),
+        &["--standalone", "--feature", "group.version=0"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("with metadata.version 4.0-IV3."));
+    let broker = TestBroker::start(&dir, &[]);
+    wait_until("group.version 0 finalized", || {
+        finalized_levels(&broker.addr) == vec![("metadata.version".to_string(), 25)]
     });
 }

@@ -13,6 +13,7 @@
 mod acls;
 mod alter_configs;
 mod alter_partition;
+mod bootstrap_features;
 mod brokers;
 mod commit;
 mod controlled_shutdown;
@@ -43,6 +44,7 @@ use crate::ApiError;
 pub use acls::{CreateAcls, DeleteAcls};
 pub use alter_configs::{AlterConfigOp, AlterConfigs};
 pub use alter_partition::AlterPartition;
+pub use bootstrap_features::BootstrapFeatures;
 pub use brokers::PRODUCER_ID_BLOCK_SIZE;
 pub use brokers::{AllocateProducerIds, RegisterBroker, ShutdownComplete};
 pub use controlled_shutdown::ControlledShutdown;

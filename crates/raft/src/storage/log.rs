@@ -281,7 +281,7 @@ fn parse_log_record(bytes: &[u8]) -> Option<(LogRecord, usize)> {
 /// Whether a valid record starts at any byte of `bytes` (after a bad record, whose length
 /// field cannot be trusted). Bodies are JSON objects, which rules out most offsets before the
 /// checksum is computed.
-fn any_log_record(bytes: &[u8]) -> bool {
+pub(crate) fn any_log_record(bytes: &[u8]) -> bool {
     (0..bytes.len()).any(|i| {
         let rest = &bytes[i..];
         rest.get(HEADER_LEN) == Some(&b'{') && parse_log_record(rest).is_some()

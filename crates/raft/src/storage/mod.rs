@@ -5,6 +5,7 @@
 //! flipped bit is detected instead of being decoded as a different, valid value.
 
 pub mod damage;
+pub mod dump;
 pub mod log;
 pub mod snapshot;
 pub mod vote;

@@ -65,6 +65,14 @@ impl SnapshotStore {
     }
 }
 
+/// The two frames of a snapshot file (metadata, data), or `None` if either is torn or corrupt
+/// or anything follows them.
+pub(crate) fn split_snapshot_file(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (meta, used) = parse_record(bytes)?;
+    let (data, used2) = parse_record(&bytes[used..])?;
+    (used + used2 == bytes.len()).then_some((meta, data))
+}
+
 fn load(dir: &std::path::Path) -> io::Result<Option<StoredSnapshot>> {
     let path = dir.join(SNAPSHOT_FILE);
     let bytes = match std::fs::read(&path) {
@@ -72,12 +80,8 @@ fn load(dir: &std::path::Path) -> io::Result<Option<StoredSnapshot>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let corrupt = || invalid_data(format!("{} is corrupt", path.display()));
-    let (meta, used) = parse_record(&bytes).ok_or_else(corrupt)?;
-    let (data, used2) = parse_record(&bytes[used..]).ok_or_else(corrupt)?;
-    if used + used2 != bytes.len() {
-        return Err(corrupt());
-    }
+    let (meta, data) = split_snapshot_file(&bytes)
+        .ok_or_else(|| invalid_data(format!("{} is corrupt", path.display())))?;
     let meta: SnapshotMeta = serde_json::from_slice(meta).map_err(invalid_data)?;
     Ok(Some(StoredSnapshot {
         meta,

@@ -6,7 +6,8 @@
 //! Files are read with runnel-log's parsers (`batch::frame`, `compression::decode_batch_bounded`,
 //! `producer_snapshot::decode`, `txn::decode_txn_index`); a segment is read one batch at a
 //! time, so memory is bounded by the largest batch, and a damaged file is reported (stderr, as
-//! Kafka's tool does for its checks) and never panics the tool.
+//! Kafka's tool does for its checks) and never panics the tool. `--cluster-metadata-decoder`
+//! reads a node's metadata log and snapshot instead (`dump_metadata`).
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -47,6 +48,10 @@ pub struct DumpLogArgs {
     /// header at each indexed position, whatever the batch size.
     #[arg(long = "max-message-size", default_value_t = 5 * 1024 * 1024)]
     pub max_message_size: i32,
+    /// Decode the files as the cluster metadata log: a node's `metadata-quorum/raft.log` and
+    /// `snapshot.checkpoint`, or `metadata/metadata.log` (a directory: every one found in it).
+    #[arg(long = "cluster-metadata-decoder")]
+    pub cluster_metadata_decoder: bool,
 }
 
 /// What dumping wrote: stdout text and stderr lines (kept apart so tests can compare both).
@@ -72,12 +77,33 @@ impl Dump {
 
 pub fn run(args: DumpLogArgs) -> Result<()> {
     let mut failed = false;
-    for file in &args.files {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for f in &args.files {
+        if !args.cluster_metadata_decoder {
+            files.push(f.clone());
+            continue;
+        }
+        let found = super::dump_metadata::files_of(f);
+        if found.is_empty() {
+            eprintln!(
+                "Cannot dump {}: no metadata log or snapshot in it",
+                f.display()
+            );
+            failed = true;
+        }
+        files.extend(found);
+    }
+    for file in &files {
         let mut dump = Dump {
             stream: true,
             ..Dump::default()
         };
-        if let Err(e) = dump_file(file, &args, &mut dump) {
+        let dumped = if args.cluster_metadata_decoder {
+            super::dump_metadata::dump_file(file, &args, &mut dump)
+        } else {
+            dump_file(file, &args, &mut dump)
+        };
+        if let Err(e) = dumped {
             let _ = writeln!(dump.err, "Cannot dump {}: {e}", file.display());
             failed = true;
         }
@@ -126,7 +152,7 @@ pub fn dump_file(path: &Path, args: &DumpLogArgs, dump: &mut Dump) -> std::io::R
 
 /// Index and snapshot files are small (Kafka caps an index at `segment.index.bytes`, 10 MiB by
 /// default); anything beyond 1 GiB is refused rather than read into memory.
-fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     let len = std::fs::metadata(path)?.len();
     if len > 1 << 30 {
         return Err(std::io::Error::other(format!(
@@ -547,6 +573,7 @@ mod tests {
             skip_record_metadata: false,
             max_bytes: i32::MAX,
             max_message_size: 5 << 20,
+            cluster_metadata_decoder: false,
         }
     }
 

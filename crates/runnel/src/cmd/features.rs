@@ -87,15 +87,9 @@ pub fn describe_line(name: &str, min: i16, max: i16, finalized: i16, epoch: i64)
     )
 }
 
-/// Kafka's `MetadataVersion` names of the feature levels Runnel supports (7..=25).
+/// Kafka's `MetadataVersion` name of a level (`runnel_metadata::features`).
 pub fn metadata_version_name(level: i16) -> Option<&'static str> {
-    const NAMES: [&str; 19] = [
-        "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2",
-        "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0",
-        "4.0-IV1", "4.0-IV2", "4.0-IV3",
-    ];
-    let i = usize::try_from(level.checked_sub(7)?).ok()?;
-    NAMES.get(i).copied()
+    runnel_metadata::features::metadata_version_name(level)
 }
 
 #[cfg(test)]
@@ -115,7 +109,7 @@ mod tests {
         assert_eq!(metadata_version_name(21), Some("3.9-IV0"));
         assert!(describe_line("metadata.version", 7, 26, 26, 1)
             .contains("FinalizedVersionLevel: UNKNOWN 26"));
-        assert_eq!(metadata_version_name(6), None);
+        assert_eq!(metadata_version_name(6), Some("3.3-IV2"));
         assert_eq!(metadata_version_name(26), None);
     }
 }

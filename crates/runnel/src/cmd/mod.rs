@@ -8,6 +8,7 @@ pub mod consume;
 pub mod delete_records;
 pub mod dev_cluster;
 pub mod dump_log;
+pub mod dump_metadata;
 pub mod features;
 pub mod get_offsets;
 pub mod groups;

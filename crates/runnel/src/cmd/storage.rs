@@ -2,8 +2,9 @@
 //!
 //! `format` writes `meta.properties` (version 1, `cluster.id`, `node.id`, `directory.id`) and
 //! the bootstrap records (`bootstrap.json`: initial controllers, SCRAM credentials, salted
-//! here so no password reaches the disk) into the data directory, which is Runnel's log
-//! directory and metadata directory in one. The broker then takes its cluster id from there
+//! here so no password reaches the disk, and the feature levels of `--release-version` /
+//! `--feature`, checked by `runnel_metadata::features::bootstrap_levels`) into the data
+//! directory, which is Runnel's log directory and metadata directory in one. The broker then takes its cluster id from there
 //! (`runnel_broker::meta_properties`). A format step stays optional: an unformatted directory
 //! is initialised by the broker on its first start, as before.
 //!
@@ -83,6 +84,13 @@ pub struct FormatArgs {
     /// must be used to format every node.
     #[arg(long, short = 'I', group = "quorum", value_name = "VOTERS")]
     pub initial_controllers: Option<String>,
+    /// The release version for the initial feature levels (e.g. 3.9 or 3.9-IV0). The minimum
+    /// is 3.3-IV3; the default is 4.0-IV3.
+    #[arg(long, short = 'r', value_name = "VERSION")]
+    pub release_version: Option<String>,
+    /// The level of one feature, in feature=level format, e.g. group.version=0 (repeatable).
+    #[arg(long = "feature", short = 'f', value_name = "FEATURE=LEVEL")]
+    pub feature: Vec<String>,
 }
 
 pub fn run(args: StorageArgs) -> Result<()> {
@@ -225,6 +233,13 @@ pub fn format(args: &FormatArgs) -> Result<String> {
     {
         bail!("Because controller.quorum.voters is not set on this controller, you must specify one of the following: --standalone, --initial-controllers, or --no-initial-controllers.");
     }
+    let features =
+        runnel_metadata::features::bootstrap_levels(args.release_version.as_deref(), &args.feature)
+            .map_err(anyhow::Error::msg)?;
+    let metadata_version = features
+        .get("metadata.version")
+        .copied()
+        .unwrap_or(runnel_metadata::features::DEFAULT_METADATA_VERSION);
     let mut scram = Vec::new();
     for raw in &args.add_scram {
         let user = runnel_broker::scram_bootstrap::parse(raw).map_err(anyhow::Error::msg)?;
@@ -279,12 +294,13 @@ pub fn format(args: &FormatArgs) -> Result<String> {
         cluster_id: args.cluster_id.clone(),
         initial_controllers,
         scram,
+        features,
     };
     let kind = if controller { "metadata" } else { "data" };
     let out = format!(
         "Formatting {kind} directory {} with metadata.version {}.\n",
         dir.display(),
-        super::features::metadata_version_name(DEFAULT_METADATA_VERSION).unwrap_or("4.0-IV3")
+        runnel_metadata::features::metadata_version_name(metadata_version).unwrap_or("UNKNOWN")
     );
     // The bootstrap file first: a directory with meta.properties but no bootstrap file would
     // read as "started before without a format" (see meta_properties), one with the bootstrap
@@ -308,9 +324,6 @@ pub fn format(args: &FormatArgs) -> Result<String> {
     })?;
     Ok(out)
 }
-
-/// The metadata.version a new cluster starts at (the finalized default).
-const DEFAULT_METADATA_VERSION: i16 = 25;
 
 /// kafka-storage.sh info's report of one directory and whether it found no problem.
 pub fn info(dir: &Path) -> Result<(String, bool)> {
@@ -405,6 +418,8 @@ mod tests {
             standalone: true,
             no_initial_controllers: false,
             initial_controllers: None,
+            release_version: None,
+            feature: vec![],
         }
     }
 

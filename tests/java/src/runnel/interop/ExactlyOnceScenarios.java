@@ -16,6 +16,8 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
 
 /**
  * Exactly-once consume-transform-produce (issue 13) with the Java client, the reference for
@@ -28,6 +30,21 @@ import org.apache.kafka.common.TopicPartition;
  * group's committed offsets reach the end of every input partition. It prints
  * "progress=<records in committed transactions>" after every commit, for the test to time
  * its kills, and "restarts=<n>" at the end. The test checks the output.
+ *
+ * <p>With {@code stall_at=N} the loop, once N records are committed, begins one more
+ * transaction, sends that poll's records, flushes them (they are in the output partitions,
+ * uncommitted), prints "open-txn records=<n>" and then waits forever with the transaction open,
+ * for the test to kill -9 this process mid-transaction and start another instance with the same
+ * transactional.id. With {@code resume_file=F} as well it waits only until F exists (the test
+ * has meanwhile started the other instance), then tries to commit that transaction as a
+ * zombie would: the commit must fail with ProducerFencedException (or
+ * InvalidProducerEpochException), which prints "zombie fenced: <exception>" and ends the
+ * scenario. With {@code stall_after_offsets=true} the stall comes after
+ * sendOffsetsToTransaction (the group coordinator holds the offsets pending), and on resume the
+ * loop commits that transaction, prints "resumed commit ok" and ends: the next instance starts
+ * from the offsets that commit made the group's.
+ * {@code txn_timeout_ms} sets transaction.timeout.ms (default 30000),
+ * {@code max_poll_interval_ms} the consumer's max.poll.interval.ms (default 300000).
  */
 final class ExactlyOnceScenarios {
     private ExactlyOnceScenarios() {}
@@ -38,6 +55,11 @@ final class ExactlyOnceScenarios {
         String group = env.arg("group");
         String id = env.arg("id");
         long pauseMs = Long.parseLong(env.args().getOrDefault("pause_ms", "0"));
+        long stallAt = Long.parseLong(env.args().getOrDefault("stall_at", "-1"));
+        int txnTimeoutMs = Integer.parseInt(env.args().getOrDefault("txn_timeout_ms", "30000"));
+        int maxPollMs = Integer.parseInt(env.args().getOrDefault("max_poll_interval_ms", "300000"));
+        String resumeFile = env.args().get("resume_file");
+        boolean stallAfterOffsets = Boolean.parseBoolean(env.args().getOrDefault("stall_after_offsets", "false"));
         long deadline = System.currentTimeMillis() + Long.parseLong(env.args().getOrDefault("budget_ms", "240000"));
         long progress = 0;
         int restarts = 0;
@@ -49,7 +71,7 @@ final class ExactlyOnceScenarios {
             try {
                 producer = Clients.producer(env.bootstrap(), Map.of(
                     "transactional.id", id,
-                    "transaction.timeout.ms", 30000,
+                    "transaction.timeout.ms", txnTimeoutMs,
                     "request.timeout.ms", 10000,
                     "delivery.timeout.ms", 30000,
                     "max.block.ms", 30000));
@@ -59,6 +81,7 @@ final class ExactlyOnceScenarios {
                     "isolation.level", "read_committed",
                     "enable.auto.commit", false,
                     "max.poll.records", 100,
+                    "max.poll.interval.ms", maxPollMs,
                     "request.timeout.ms", 10000,
                     "default.api.timeout.ms", 30000));
                 consumer.subscribe(List.of(input));
@@ -76,12 +99,49 @@ final class ExactlyOnceScenarios {
                     for (ConsumerRecord<byte[], byte[]> r : records) {
                         producer.send(new ProducerRecord<>(output, r.key(), r.value()));
                     }
+                    boolean stall = stallAt >= 0 && progress >= stallAt;
+                    if (stall && !stallAfterOffsets) {
+                        producer.flush();
+                        System.out.println("open-txn records=" + records.count());
+                        System.out.flush();
+                        if (resumeFile == null) {
+                            Thread.sleep(Long.MAX_VALUE);
+                        }
+                        while (!java.nio.file.Files.exists(java.nio.file.Path.of(resumeFile))) {
+                            Check.that(System.currentTimeMillis() < deadline, "never resumed");
+                            Thread.sleep(50);
+                        }
+                        try {
+                            producer.commitTransaction();
+                        } catch (ProducerFencedException | InvalidProducerEpochException e) {
+                            System.out.println("zombie fenced: " + e.getClass().getSimpleName());
+                            System.out.flush();
+                            return;
+                        }
+                        Check.that(false, "a zombie committed its transaction after a new instance started");
+                    }
                     Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                     for (TopicPartition tp : records.partitions()) {
                         List<ConsumerRecord<byte[], byte[]>> rs = records.records(tp);
                         offsets.put(tp, new OffsetAndMetadata(rs.get(rs.size() - 1).offset() + 1));
                     }
                     producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                    if (stall && stallAfterOffsets) {
+                        producer.flush();
+                        System.out.println("open-txn records=" + records.count());
+                        System.out.flush();
+                        Check.that(resumeFile != null, "stall_after_offsets needs resume_file");
+                        while (!java.nio.file.Files.exists(java.nio.file.Path.of(resumeFile))) {
+                            Check.that(System.currentTimeMillis() < deadline, "never resumed");
+                            Thread.sleep(50);
+                        }
+                        producer.commitTransaction();
+                        progress += records.count();
+                        System.out.println("progress=" + progress);
+                        System.out.println("resumed commit ok");
+                        System.out.flush();
+                        return;
+                    }
                     producer.commitTransaction();
                     progress += records.count();
                     System.out.println("progress=" + progress);
