@@ -137,6 +137,7 @@ mod tests {
             host: host.into(),
             port,
             rack: None,
+            endpoints: Vec::new(),
         }
     }
 
