@@ -116,3 +116,67 @@ def test_sasl_client_gets_every_brokers_sasl_endpoint(tmp_path):
         assert delivered == set(led), (delivered, led)
     finally:
         cluster.kill_all()
+
+
+def _metadata_v6(port, topic):
+    """Metadata v6 for `topic` on `port` (SASL PLAIN): (broker ids, {partition: (error,
+    leader)})."""
+    name = topic.encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        _authenticate(s)
+        s.sendall(_frame(3, 6, 3, struct.pack(">i", 1) + _string(name) + b"\x00"))
+        body = _recv(s)
+    at = 8  # correlation id, throttle_time_ms
+    (n,) = struct.unpack_from(">i", body, at)
+    at += 4
+    brokers = []
+    for _ in range(n):
+        node_id, host_len = struct.unpack_from(">ih", body, at)
+        at += 6 + host_len
+        (_port, rack_len) = struct.unpack_from(">ih", body, at)
+        at += 6 + max(rack_len, 0)
+        brokers.append(node_id)
+    (cluster_len,) = struct.unpack_from(">h", body, at)
+    at += 2 + max(cluster_len, 0) + 4  # cluster id, controller id
+    (topics,) = struct.unpack_from(">i", body, at)
+    at += 4
+    assert topics == 1
+    _err, tlen = struct.unpack_from(">hh", body, at)
+    at += 4 + tlen + 1
+    (parts,) = struct.unpack_from(">i", body, at)
+    at += 4
+    out = {}
+    for _ in range(parts):
+        err, index, leader = struct.unpack_from(">hii", body, at)
+        at += 10
+        for _array in range(3):  # replicas, isr, offline
+            (k,) = struct.unpack_from(">i", body, at)
+            at += 4 + 4 * max(k, 0)
+        out[index] = (err, leader)
+    return sorted(brokers), out
+
+
+def test_broker_without_the_listener_is_left_out(tmp_path):
+    """Node 3 has no SASL_PLAINTEXT listener: a SASL client is not told of it, and a partition
+    it leads has leader -1 with LISTENER_NOT_FOUND (72), as Kafka's MetadataCache."""
+    cluster = _cluster(tmp_path)
+    node3 = cluster.node(3)
+    node3.overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{node3.kafka_port}"}
+    try:
+        cluster.start()
+        admin = AdminClient(ck_conf(cluster.node(1).address))
+        cluster.wait_all_brokers(admin, timeout=60)
+        topic = unique_topic("off-listener")
+        admin.create_topics([NewTopic(topic, 2, replica_assignment=[[3], [1]])])[topic].result(
+            OP_TIMEOUT)
+
+        def led():
+            t = admin.list_topics(topic, timeout=5).topics.get(topic)
+            return (t is not None and t.error is None and len(t.partitions) == 2
+                    and all(p.leader >= 0 for p in t.partitions.values()))
+        wait_until(led, timeout=60, desc="both partitions led")
+        brokers, parts = _metadata_v6(cluster.node(1).sasl_port, topic)
+        assert brokers == [1, 2]
+        assert parts == {0: (72, -1), 1: (0, 1)}
+    finally:
+        cluster.kill_all()
