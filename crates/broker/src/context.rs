@@ -124,18 +124,23 @@ impl Broker {
             .with_dynamic(&self.image(), Some(self.node_id))
     }
 
-    /// Where a client on `listener` reaches broker `b`: this broker answers the listener's own
-    /// advertised endpoint (Kafka answers each listener's); other brokers register only their
-    /// inter-broker endpoint, so they appear at that.
+    /// Where a client on `listener` reaches broker `b`: its registered endpoint of that
+    /// listener (this broker answers its own advertised one, also before its registration is
+    /// in the image), `None` when `b` has no such listener: Kafka leaves it out
+    /// (`MetadataCache.getAliveBrokerNode(id, listenerName)`). The one implementation every
+    /// handler that names brokers goes through.
     pub fn endpoint_of(
         &self,
         b: &runnel_metadata::BrokerRegistration,
         listener: &str,
-    ) -> (String, u16) {
-        match self.advertised_listeners.get(listener) {
-            Some((host, port)) if b.id == self.node_id => (host.clone(), *port),
-            _ => (b.host.clone(), b.port),
+    ) -> Option<(String, u16)> {
+        if b.id == self.node_id {
+            if let Some(own) = self.advertised_listeners.get(listener) {
+                return Some(own.clone());
+            }
         }
+        b.endpoint(listener)
+            .map(|(host, port)| (host.to_string(), port))
     }
 
     /// The image as of now (cheap: an `Arc` clone).

@@ -138,6 +138,7 @@ mod tests {
             host: host.into(),
             port,
             rack: None,
+            endpoints: Vec::new(),
         }
     }
 

@@ -53,18 +53,21 @@ impl ControllerSecurity {
         let Some(acceptor) = tls else {
             return sasl_handshake(Box::new(stream), sasl).await;
         };
-        let tls = acceptor
-            .current()
+        let listener_tls = acceptor.current();
+        let tls = listener_tls
+            .acceptor
             .accept(stream)
             .await
             .map_err(|e| (AcceptError::Tls(e.to_string()), None))?;
-        let dn = crate::server::client_certificate_dn(&tls);
         if sasl.is_some() {
             return sasl_handshake(Box::new(tls), sasl).await;
         }
+        let name = listener_tls
+            .certificate_principal(&tls)
+            .map_err(|reason| (AcceptError::Tls(reason), None))?;
         Ok(Accepted {
             stream: Box::new(tls),
-            principal: format!("User:{}", dn.unwrap_or_else(|| "ANONYMOUS".into())),
+            principal: format!("User:{}", name.unwrap_or_else(|| "ANONYMOUS".into())),
         })
     }
 }

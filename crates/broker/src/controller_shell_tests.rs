@@ -151,6 +151,7 @@ fn bootstrap() -> MetadataImage {
             port: 9092,
             rack: None,
             fenced: false,
+            endpoints: Vec::new(),
         })
         .collect();
     records.push(MetadataRecord::Topic {

@@ -25,6 +25,7 @@ pub mod code {
     pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const KAFKA_STORAGE_ERROR: i16 = 56;
+    pub const LISTENER_NOT_FOUND: i16 = 72;
     pub const FENCED_LEADER_EPOCH: i16 = 74;
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;

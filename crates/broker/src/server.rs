@@ -19,6 +19,7 @@ pub mod frame;
 pub mod limits;
 pub mod listeners;
 pub mod memory;
+pub mod principal_mapping;
 pub mod sasl;
 pub mod tls;
 
@@ -220,8 +221,13 @@ async fn connection(
             return serve_connection(stream, identity, shared).await;
         };
         // The handshake counts as idle time: a client that never finishes it is closed too.
+        let listener_tls = acceptor.current();
         let accepted = within(shared.idle_timeout, async {
-            acceptor.current().accept(stream).await.map_err(Closed::Tls)
+            listener_tls
+                .acceptor
+                .accept(stream)
+                .await
+                .map_err(Closed::Tls)
         })
         .await;
         match accepted {
@@ -229,9 +235,17 @@ async fn connection(
                 let mut identity = identity;
                 // SSL: the certificate names the principal; SASL_SSL: SASL will.
                 if shared.listener.sasl.is_none() {
-                    AUTH_STATS.succeeded();
-                    if let Some(dn) = client_certificate_dn(&tls) {
-                        identity.principal = KafkaPrincipal::user(dn);
+                    match listener_tls.certificate_principal(&tls) {
+                        Ok(name) => {
+                            AUTH_STATS.succeeded();
+                            if let Some(name) = name {
+                                identity.principal = KafkaPrincipal::user(name);
+                            }
+                        }
+                        Err(reason) => {
+                            AUTH_STATS.failed(&shared.listener.name, peer, None, &reason);
+                            return Closed::Authentication { reason, user: None };
+                        }
                     }
                 }
                 serve_connection(tls, identity, shared).await
@@ -262,7 +276,7 @@ async fn connection(
     }
 }
 
-/// The verified client certificate's subject (Kafka's DEFAULT principal mapping).
+/// The verified client certificate's subject DN (what `ssl.principal.mapping.rules` maps).
 pub(crate) fn client_certificate_dn(
     tls: &tokio_rustls::server::TlsStream<TcpStream>,
 ) -> Option<String> {

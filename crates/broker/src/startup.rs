@@ -215,33 +215,21 @@ async fn learn_leader_committed(client: ControllerClient, tx: tokio::sync::onesh
 /// Returns the broker epoch of the registration.
 async fn register_in_cluster(
     client: &ControllerClient,
-    config: &BrokerConfig,
-    incarnation: Uuid,
-    host: &str,
-    port: u16,
+    registration: &runnel_metadata::controller::RegisterBroker,
     session_timeout: Duration,
 ) -> Result<i64, BrokerError> {
     let give_up = tokio::time::Instant::now() + session_timeout * 2 + Duration::from_secs(5);
     let mut warned = false;
     loop {
         let attempt = client
-            .run_within(
-                runnel_metadata::controller::RegisterBroker {
-                    broker_id: config.node_id,
-                    incarnation_id: incarnation,
-                    host: host.to_string(),
-                    port,
-                    rack: config.rack(),
-                },
-                Duration::from_secs(120),
-            )
+            .run_within(registration.clone(), Duration::from_secs(120))
             .await;
         match attempt {
             Ok(epoch) => return Ok(epoch),
             Err(e) if e.code == 101 && tokio::time::Instant::now() < give_up => {
                 if !warned {
                     tracing::warn!(
-                        node_id = config.node_id,
+                        node_id = registration.broker_id,
                         "node id still registered by a previous process; waiting for its session to expire"
                     );
                     warned = true;
@@ -251,7 +239,7 @@ async fn register_in_cluster(
             Err(e) if e.code == 101 => {
                 return Err(BrokerError::Startup(format!(
                     "node id {} is already in use by another live broker (DUPLICATE_BROKER_REGISTRATION)",
-                    config.node_id
+                    registration.broker_id
                 )))
             }
             Err(e) => return Err(BrokerError::Startup(format!("broker registration failed: {}", e.message))),
@@ -263,10 +251,8 @@ async fn register_in_cluster(
 /// no longer knows it (e.g. after it was fenced and unregistered, or a controller restart).
 async fn heartbeat_loop(
     client: ControllerClient,
-    node_id: i32,
-    incarnation: Uuid,
+    registration: runnel_metadata::controller::RegisterBroker,
     mut broker_epoch: i64,
-    endpoint: (String, u16, Option<String>),
     image: watch::Receiver<Arc<MetadataImage>>,
     every: Duration,
 ) {
@@ -276,7 +262,7 @@ async fn heartbeat_loop(
         tick.tick().await;
         let offset = image.borrow().offset;
         let heartbeat = runnel_metadata::controller::BrokerHeartbeat {
-            broker_id: node_id,
+            broker_id: registration.broker_id,
             broker_epoch,
             metadata_offset: offset,
         };
@@ -289,20 +275,7 @@ async fn heartbeat_loop(
             // own gets the current epoch (the fault campaign saw a broker stuck for good on
             // "Expected broker epoch 7 for broker 2, got 0", docs/faults.md case 5).
             Err(e) if e.code == 102 || e.code == 77 => {
-                let (host, port, rack) = endpoint.clone();
-                match client
-                    .run_within(
-                        runnel_metadata::controller::RegisterBroker {
-                            broker_id: node_id,
-                            incarnation_id: incarnation,
-                            host,
-                            port,
-                            rack,
-                        },
-                        every,
-                    )
-                    .await
-                {
+                match client.run_within(registration.clone(), every).await {
                     Ok(epoch) => broker_epoch = epoch,
                     Err(e) => tracing::warn!(error = %e.message, "re-registration failed"),
                 }
@@ -421,6 +394,27 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         .get(&plan.inter_broker)
         .cloned()
         .unwrap_or((listen_addr.ip().to_string(), listen_addr.port()));
+    // Every listener is registered, so a client of any listener is told every broker's
+    // endpoint on that listener (Kafka's BrokerRegistrationRecord.EndPoints).
+    let registration = runnel_metadata::controller::RegisterBroker {
+        broker_id: config.node_id,
+        incarnation_id: Uuid::new_v4(),
+        host: host.clone(),
+        port,
+        rack: config.rack(),
+        endpoints: bound
+            .iter()
+            .filter_map(|(e, _, _)| {
+                let (host, port) = advertised_listeners.get(&e.name)?.clone();
+                Some(runnel_metadata::BrokerEndpoint {
+                    name: e.name.clone(),
+                    host,
+                    port,
+                    security_protocol: e.protocol.id(),
+                })
+            })
+            .collect(),
+    };
 
     let mut heartbeats = None;
     let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
@@ -449,16 +443,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                 ControllerShell::new(controller_config, backend, image, session_timeout).spawn();
             let client = ControllerClient::local(handle);
             client
-                .run_within(
-                    runnel_metadata::controller::RegisterBroker {
-                        broker_id: config.node_id,
-                        incarnation_id: Uuid::new_v4(),
-                        host: host.clone(),
-                        port,
-                        rack: config.rack(),
-                    },
-                    Duration::from_secs(30),
-                )
+                .run_within(registration.clone(), Duration::from_secs(30))
                 .await
                 .map_err(|e| {
                     BrokerError::Startup(format!("broker registration failed: {}", e.message))
@@ -537,25 +522,15 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             );
             tokio::spawn(learn_leader_committed(client.clone(), committed_tx));
             if cluster.broker {
-                let incarnation = Uuid::new_v4();
-                let broker_epoch = register_in_cluster(
-                    &client,
-                    &config,
-                    incarnation,
-                    &host,
-                    port,
-                    session_timeout,
-                )
-                .await?;
+                let broker_epoch =
+                    register_in_cluster(&client, &registration, session_timeout).await?;
                 let heartbeat_every = Duration::from_millis(
                     config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
                 );
                 heartbeats = Some(tokio::spawn(heartbeat_loop(
                     client.clone(),
-                    config.node_id,
-                    incarnation,
+                    registration.clone(),
                     broker_epoch,
-                    (host.clone(), port, config.rack()),
                     image_rx.clone(),
                     heartbeat_every,
                 )));

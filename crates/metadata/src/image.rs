@@ -12,7 +12,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::acl::AclSet;
-use crate::records::{ConfigResource, MetadataRecord};
+use crate::records::{BrokerEndpoint, ConfigResource, MetadataRecord};
 
 /// A registered broker, as recorded by `RegisterBroker` / `BrokerRegistrationChange`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,9 +25,26 @@ pub struct BrokerRegistration {
     pub rack: Option<String>,
     pub fenced: bool,
     pub in_controlled_shutdown: bool,
+    /// Every advertised listener; empty for a registration recorded before brokers
+    /// registered them (then `host` / `port` answer every listener).
+    pub endpoints: Vec<BrokerEndpoint>,
 }
 
 impl BrokerRegistration {
+    /// Where a client of `listener` reaches this broker: that listener's endpoint, `None`
+    /// when the broker has no such listener (Kafka leaves it out, as
+    /// `MetadataCache.getAliveBrokerNodes(listenerName)`). A registration without endpoints
+    /// (an old record) answers its one registered address.
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.endpoints.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.endpoints
+            .iter()
+            .find(|e| e.name == listener)
+            .map(|e| (e.host.as_str(), e.port))
+    }
+
     /// Registered, unfenced and not shutting down: may lead partitions and receive replicas.
     pub fn is_active(&self) -> bool {
         !self.fenced && !self.in_controlled_shutdown
@@ -267,6 +284,7 @@ impl MetadataImage {
                 port,
                 rack,
                 fenced,
+                endpoints,
             } => {
                 if let Some(old) = self.brokers.get(broker_id) {
                     if *broker_epoch < old.epoch {
@@ -289,6 +307,7 @@ impl MetadataImage {
                         rack: rack.clone(),
                         fenced: *fenced,
                         in_controlled_shutdown: false,
+                        endpoints: endpoints.clone(),
                     },
                 );
             }

@@ -53,7 +53,7 @@ pub use placement::{
     add_partitions_assignment, assign_replicas, assign_replicas_with_shift,
     validate_manual_assignment, PlacementPolicy,
 };
-pub use records::{ConfigResource, MetadataRecord, SecretBytes};
+pub use records::{BrokerEndpoint, ConfigResource, MetadataRecord, SecretBytes};
 pub use state_machine::{IllegalTransition, PartitionState, ReplicaState, StateChangeEvent};
 pub use topic_config::{
     describe_topic_configs, effective_topic_config, validate_topic_config, BrokerDefaults,

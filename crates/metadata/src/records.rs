@@ -10,6 +10,17 @@ use uuid::Uuid;
 
 use crate::acl::AclBinding;
 
+/// One listener of a registered broker, as KRaft's `BrokerRegistrationRecord.BrokerEndpoint`:
+/// the listener name, its advertised host and port, and Kafka's `SecurityProtocol` id
+/// (0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerEndpoint {
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub security_protocol: i16,
+}
+
 /// The resource a [`MetadataRecord::Config`] applies to.
 ///
 /// `Broker("")` is the cluster-wide dynamic default (Kafka's `<default>` entity); `Broker("3")`
@@ -57,6 +68,11 @@ pub enum MetadataRecord {
         port: u16,
         rack: Option<String>,
         fenced: bool,
+        /// Every advertised listener (KRaft's `BrokerRegistrationRecord.EndPoints`); `host` /
+        /// `port` stay the inter-broker listener's. Records written before this field have
+        /// none (read back as empty) and are answered at `host` / `port` on every listener.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        endpoints: Vec<BrokerEndpoint>,
     },
     /// Fencing / controlled-shutdown change of a registered broker; `None` = unchanged.
     BrokerRegistrationChange {
@@ -213,6 +229,38 @@ mod tests {
         let json = serde_json::to_string(&recs).unwrap();
         let back: Vec<MetadataRecord> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, recs);
+    }
+
+    /// A registration written before `endpoints` existed replays with none; one with endpoints
+    /// keeps them.
+    #[test]
+    fn register_broker_endpoints_are_a_defaulted_field() {
+        let old = r#"{"v":1,"r":{"RegisterBroker":{"broker_id":1,"incarnation_id":"00000000-0000-0000-0000-000000000001","broker_epoch":3,"host":"h","port":9092,"rack":null,"fenced":true}}}"#;
+        let MetadataRecord::RegisterBroker {
+            endpoints, port, ..
+        } = serde_json::from_str::<MetadataRecord>(old).unwrap()
+        else {
+            panic!("not a registration")
+        };
+        assert!(endpoints.is_empty());
+        assert_eq!(port, 9092);
+        let new = MetadataRecord::RegisterBroker {
+            broker_id: 1,
+            incarnation_id: Uuid::from_u128(1),
+            broker_epoch: 3,
+            host: "h".into(),
+            port: 9092,
+            rack: None,
+            fenced: true,
+            endpoints: vec![BrokerEndpoint {
+                name: "SASL_PLAINTEXT".into(),
+                host: "h".into(),
+                port: 9093,
+                security_protocol: 2,
+            }],
+        };
+        let json = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<MetadataRecord>(&json).unwrap(), new);
     }
 
     #[test]

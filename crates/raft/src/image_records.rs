@@ -36,6 +36,7 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
             port: b.port,
             rack: b.rack.clone(),
             fenced: b.fenced,
+            endpoints: b.endpoints.clone(),
         });
         if b.in_controlled_shutdown {
             out.push(MetadataRecord::BrokerRegistrationChange {
@@ -148,6 +149,7 @@ mod tests {
                     port: 9092,
                     rack: (arg % 2 == 0).then(|| "r".into()),
                     fenced: arg % 3 == 0,
+                    endpoints: Vec::new(),
                 },
                 1 => match image.brokers.get(&arg) {
                     Some(b) => MetadataRecord::BrokerRegistrationChange {

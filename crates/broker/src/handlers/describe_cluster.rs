@@ -41,18 +41,19 @@ pub async fn handle(
         .brokers
         .values()
         .filter(|b| with_fenced || !b.fenced)
-        .map(|b| {
-            let (host, port) = broker.endpoint_of(b, &ctx.listener);
+        // Brokers without the client's listener are left out, as Kafka's.
+        .filter_map(|b| {
+            let (host, port) = broker.endpoint_of(b, &ctx.listener)?;
             let d = DescribeClusterBroker::default()
                 .with_broker_id(BrokerId(b.id))
                 .with_host(str_bytes(&host))
                 .with_port(i32::from(port))
                 .with_rack(b.rack.as_deref().map(str_bytes));
-            if version >= 2 {
+            Some(if version >= 2 {
                 d.with_is_fenced(b.fenced)
             } else {
                 d
-            }
+            })
         })
         .collect();
     // As Kafka: a controller id the broker list does not hold (or only as fenced) is -1.

@@ -188,6 +188,7 @@ mod tests {
                 port: 9092,
                 rack: None,
                 fenced,
+                endpoints: Vec::new(),
             });
         }
         for (n, (name, partitions)) in [("a", 3), ("b", 2)].into_iter().enumerate() {

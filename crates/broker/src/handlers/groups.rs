@@ -153,11 +153,15 @@ async fn locate(
     };
     let p = runnel_group::partition_for_group(key, topic.partitions.len() as i32);
     let leader = topic.partitions.get(&p).map(|p| p.leader).unwrap_or(-1);
-    match image.brokers.get(&leader).filter(|b| !b.fenced) {
-        Some(b) => {
-            let (host, port) = broker.endpoint_of(b, listener);
-            (0, b.id, host, i32::from(port))
-        }
+    // A coordinator without an endpoint on the client's listener is not available to it,
+    // as Kafka's `getAliveBrokerNode(id, listenerName)`.
+    let found = image
+        .brokers
+        .get(&leader)
+        .filter(|b| !b.fenced)
+        .and_then(|b| Some((b.id, broker.endpoint_of(b, listener)?)));
+    match found {
+        Some((id, (host, port))) => (0, id, host, i32::from(port)),
         None => (COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1),
     }
 }

@@ -68,7 +68,13 @@ pub async fn handle(
         .with_cluster_authorized_operations(authorized_operations::cluster_operations(
             request.include_cluster_authorized_operations,
         ))
-        .with_topics(topics);
+        .with_topics(hide_leaders_off_listener(
+            topics,
+            &image,
+            broker,
+            &ctx.listener,
+            version,
+        ));
     let response = authz::restrict(
         broker,
         ctx,
@@ -180,19 +186,50 @@ async fn auto_create(broker: &Arc<Broker>, names: &[String]) {
     }
 }
 
-/// The live brokers, at the endpoints of the listener the client used.
+/// The live brokers, at the endpoints of the listener the client used; a broker without that
+/// listener is left out (Kafka's `getAliveBrokerNodes(listenerName)`).
 pub fn brokers(image: &MetadataImage, me: &Broker, listener: &str) -> Vec<MetadataResponseBroker> {
     image
         .live_brokers()
-        .map(|b| {
-            let (host, port) = me.endpoint_of(b, listener);
-            MetadataResponseBroker::default()
-                .with_node_id(BrokerId(b.id))
-                .with_host(str_bytes(&host))
-                .with_port(i32::from(port))
-                .with_rack(b.rack.as_deref().map(str_bytes))
+        .filter_map(|b| {
+            let (host, port) = me.endpoint_of(b, listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(b.id))
+                    .with_host(str_bytes(&host))
+                    .with_port(i32::from(port))
+                    .with_rack(b.rack.as_deref().map(str_bytes)),
+            )
         })
         .collect()
+}
+
+/// A partition whose live leader has no endpoint on the client's listener has no leader for
+/// that client: leader -1 with LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before), as
+/// Kafka's `KRaftMetadataCache.getPartitionMetadata`.
+fn hide_leaders_off_listener(
+    mut topics: Vec<MetadataResponseTopic>,
+    image: &MetadataImage,
+    me: &Broker,
+    listener: &str,
+    version: i16,
+) -> Vec<MetadataResponseTopic> {
+    let error = if version >= 6 {
+        code::LISTENER_NOT_FOUND
+    } else {
+        code::LEADER_NOT_AVAILABLE
+    };
+    for p in topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+        let off_listener = image
+            .brokers
+            .get(&p.leader_id.0)
+            .is_some_and(|b| !b.fenced && me.endpoint_of(b, listener).is_none());
+        if off_listener {
+            p.leader_id = BrokerId(-1);
+            p.error_code = error;
+        }
+    }
+    topics
 }
 
 fn describe_topic(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {

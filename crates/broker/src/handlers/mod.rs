@@ -85,7 +85,8 @@ pub fn check_leader_epoch(requested: i32, current: i32) -> i16 {
 
 /// The current leader of a partition as KIP-951 tells a client that got NOT_LEADER_OR_FOLLOWER
 /// (Produce v10+, Fetch v16+): leader id and epoch, and the leader's endpoint on the client's
-/// listener. `None` when the partition is unknown or has no leader.
+/// listener. `None` when the partition is unknown, has no leader, or its leader has no
+/// endpoint on that listener.
 pub struct LeaderHint {
     pub leader_id: i32,
     pub leader_epoch: i32,
@@ -103,7 +104,7 @@ pub fn leader_hint(
 ) -> Option<LeaderHint> {
     let p = image.partition(topic, index)?;
     let b = image.live_brokers().find(|b| b.id == p.leader)?;
-    let (host, port) = broker.endpoint_of(b, listener);
+    let (host, port) = broker.endpoint_of(b, listener)?;
     Some(LeaderHint {
         leader_id: p.leader,
         leader_epoch: p.leader_epoch,

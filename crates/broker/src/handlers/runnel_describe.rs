@@ -56,7 +56,8 @@ fn tree(broker: &Arc<Broker>) -> Value {
     let brokers: Vec<Value> = image
         .brokers
         .values()
-        .map(|b| json!({"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "fenced": b.fenced, "epoch": b.epoch}))
+        .map(|b| json!({"id": b.id, "host": b.host, "port": b.port, "rack": b.rack, "fenced": b.fenced, "epoch": b.epoch,
+            "endpoints": b.endpoints.iter().map(|e| json!({"name": e.name, "host": e.host, "port": e.port})).collect::<Vec<_>>()}))
         .collect();
     let topics: Vec<Value> = image
         .topics

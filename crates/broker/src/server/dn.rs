@@ -1,6 +1,6 @@
 //! The subject DN of a client certificate, formatted as Java's `X500Principal.getName()`
-//! (RFC 2253), which is what Kafka's DEFAULT `ssl.principal.mapping.rules` makes the
-//! principal name (`User:CN=client,O=example`).
+//! (RFC 2253), which is what `ssl.principal.mapping.rules` maps (`DEFAULT` makes it the
+//! principal name itself: `User:CN=client,O=example`).
 //!
 //! A minimal DER reader for the one path it needs (Certificate -> tbsCertificate -> subject):
 //! any malformed input gives `None` (the connection then stays anonymous), never a panic.

@@ -36,6 +36,16 @@ impl SecurityProtocol {
         }
     }
 
+    /// Kafka's `SecurityProtocol.id`, as registered in `BrokerRegistrationRecord`.
+    pub fn id(self) -> i16 {
+        match self {
+            SecurityProtocol::Plaintext => 0,
+            SecurityProtocol::Ssl => 1,
+            SecurityProtocol::SaslPlaintext => 2,
+            SecurityProtocol::SaslSsl => 3,
+        }
+    }
+
     pub fn uses_tls(self) -> bool {
         matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
     }

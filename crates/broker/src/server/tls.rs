@@ -17,6 +17,8 @@ use tokio_rustls::TlsAcceptor;
 pub use runnel_client::tls::{enabled_protocols, Lookup};
 use runnel_client::tls::{keystore, truststore};
 
+use super::principal_mapping::SslPrincipalMapper;
+
 /// Kafka's `ssl.client.auth`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientAuth {
@@ -36,12 +38,49 @@ pub fn client_auth(get: Lookup) -> Result<ClientAuth, String> {
     }
 }
 
+/// A TLS listener: its acceptor and how a client certificate's DN becomes the principal
+/// (`ssl.principal.mapping.rules`, Kafka's default `DEFAULT`).
+#[derive(Clone)]
+pub struct ListenerTls {
+    pub acceptor: TlsAcceptor,
+    pub principal_mapper: Arc<SslPrincipalMapper>,
+}
+
+impl ListenerTls {
+    /// The principal name of the verified client certificate: `Ok(None)` without one, an
+    /// error when no mapping rule applies to its DN (Kafka's `NoMatchingRule`, which fails the
+    /// authentication).
+    pub fn certificate_principal(
+        &self,
+        tls: &tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    ) -> Result<Option<String>, String> {
+        let Some(dn) = crate::server::client_certificate_dn(tls) else {
+            return Ok(None);
+        };
+        match self.principal_mapper.name(&dn) {
+            Some(name) => Ok(Some(name)),
+            None => Err(format!(
+                "no ssl.principal.mapping.rules rule applies to {dn}"
+            )),
+        }
+    }
+}
+
+/// Builds one TLS listener (startup errors name the property at fault).
+pub fn listener_tls(get: Lookup) -> Result<ListenerTls, String> {
+    let rules = get("ssl.principal.mapping.rules").unwrap_or_else(|| "DEFAULT".into());
+    let principal_mapper = Arc::new(
+        SslPrincipalMapper::parse(&rules)
+            .map_err(|e| format!("ssl.principal.mapping.rules: {e}"))?,
+    );
+    Ok(ListenerTls {
+        acceptor: acceptor(get)?,
+        principal_mapper,
+    })
+}
+
 /// Builds the acceptor for one TLS listener (startup errors name the property at fault).
 pub fn acceptor(get: Lookup) -> Result<TlsAcceptor, String> {
-    let mapping = get("ssl.principal.mapping.rules").unwrap_or_else(|| "DEFAULT".into());
-    if mapping.trim() != "DEFAULT" {
-        return Err("ssl.principal.mapping.rules: only DEFAULT (the full DN) is supported".into());
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions = enabled_protocols(get)?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
@@ -90,8 +129,8 @@ pub struct Reloading<T: Clone> {
     state: parking_lot::Mutex<(Vec<Stamp>, T)>,
 }
 
-/// A listener's acceptor.
-pub type ReloadingAcceptor = Reloading<TlsAcceptor>;
+/// A listener's acceptor and principal mapping.
+pub type ReloadingAcceptor = Reloading<ListenerTls>;
 
 /// How this node secures a connection it opens to another node's listener.
 pub type ReloadingSecurity = Reloading<runnel_client::Security>;
@@ -105,7 +144,7 @@ type Stamp = (String, Option<(std::time::SystemTime, u64)>);
 impl ReloadingAcceptor {
     /// Builds the listener's acceptor now (errors are startup errors).
     pub fn new(lookup: OwnedLookup) -> Result<Self, String> {
-        Reloading::build("TLS key or trust store", lookup, acceptor)
+        Reloading::build("TLS key or trust store", lookup, listener_tls)
     }
 }
 
@@ -211,7 +250,8 @@ mod tests {
         assert!(err.contains("ssl.keystore.location"), "{err}");
         let jks = props(&[("ssl.keystore.type", "JKS")]);
         assert!(acceptor(&jks).err().unwrap().contains("only PEM"));
-        let rules = props(&[("ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1/")]);
-        assert!(acceptor(&rules).is_err());
+        let rules = props(&[("ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1")]);
+        let err = listener_tls(&rules).err().unwrap();
+        assert!(err.contains("ssl.principal.mapping.rules"), "{err}");
     }
 }

@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::Controller;
 use crate::errors::ApiError;
 use crate::image::MetadataImage;
-use crate::records::MetadataRecord;
+use crate::records::{BrokerEndpoint, MetadataRecord};
 
 /// Producer ids per block (Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`).
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
@@ -21,12 +21,16 @@ impl Controller {
     pub fn register_broker(
         &mut self,
         image: &MetadataImage,
-        broker_id: i32,
-        incarnation_id: Uuid,
-        host: String,
-        port: u16,
-        rack: Option<String>,
+        request: RegisterBroker,
     ) -> Result<Vec<MetadataRecord>, ApiError> {
+        let RegisterBroker {
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            rack,
+            endpoints,
+        } = request;
         if broker_id < 0 {
             return Err(ApiError::invalid_request(format!(
                 "Invalid broker id {broker_id}: must be non-negative."
@@ -45,6 +49,7 @@ impl Controller {
             port,
             rack,
             fenced: true,
+            endpoints,
         }])
     }
 
@@ -150,7 +155,13 @@ pub struct RegisterBroker {
     pub host: String,
     pub port: u16,
     pub rack: Option<String>,
+    /// Every advertised listener (the request of a broker from before this field has none).
+    #[serde(default)]
+    pub endpoints: Vec<BrokerEndpoint>,
 }
+
+/// Most listeners one registration may carry (the request is bounded before it is stored).
+pub const MAX_BROKER_ENDPOINTS: usize = 64;
 
 impl super::ControllerOp for RegisterBroker {
     const NAME: &'static str = "RegisterBroker";
@@ -164,6 +175,37 @@ impl super::ControllerOp for RegisterBroker {
         }
         if let Some(rack) = &self.rack {
             super::op::check_name("rack", rack)?;
+        }
+        if self.endpoints.len() > MAX_BROKER_ENDPOINTS {
+            return Err(super::op::bad_field(
+                "endpoints",
+                format!(
+                    "{} listeners, at most {MAX_BROKER_ENDPOINTS}",
+                    self.endpoints.len()
+                ),
+            ));
+        }
+        for (i, e) in self.endpoints.iter().enumerate() {
+            super::op::check_name("endpoints.name", &e.name)?;
+            super::op::check_name("endpoints.host", &e.host)?;
+            if e.port == 0 {
+                return Err(super::op::bad_field(
+                    "endpoints.port",
+                    "must be in 1..=65535",
+                ));
+            }
+            if !(0..=3).contains(&e.security_protocol) {
+                return Err(super::op::bad_field(
+                    "endpoints.security_protocol",
+                    format!("unknown security protocol id {}", e.security_protocol),
+                ));
+            }
+            if self.endpoints[..i].iter().any(|o| o.name == e.name) {
+                return Err(super::op::bad_field(
+                    "endpoints.name",
+                    format!("listener {} is listed twice", e.name),
+                ));
+            }
         }
         Ok(())
     }
@@ -179,14 +221,7 @@ impl super::ControllerOp for RegisterBroker {
             self.incarnation_id,
             ctx.session_ms,
         )?;
-        let records = ctx.controller.register_broker(
-            ctx.image,
-            self.broker_id,
-            self.incarnation_id,
-            self.host.clone(),
-            self.port,
-            self.rack.clone(),
-        )?;
+        let records = ctx.controller.register_broker(ctx.image, self.clone())?;
         let broker_epoch = match records.first() {
             Some(MetadataRecord::RegisterBroker { broker_epoch, .. }) => *broker_epoch,
             _ => -1,

@@ -202,6 +202,7 @@ mod tests {
             port: 9092,
             rack: None,
             fenced: true,
+            endpoints: Vec::new(),
         }
     }
 

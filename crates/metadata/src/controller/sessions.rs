@@ -290,6 +290,7 @@ mod tests {
                         port: 9092,
                         rack: None,
                         fenced,
+                        endpoints: Vec::new(),
                     },
                 )
             })

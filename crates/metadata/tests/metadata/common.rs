@@ -33,11 +33,14 @@ impl Harness {
             .controller
             .register_broker(
                 &self.image,
-                id,
-                Uuid::from_u128(id as u128 + 1),
-                format!("h{id}"),
-                9092,
-                rack.map(String::from),
+                runnel_metadata::controller::RegisterBroker {
+                    broker_id: id,
+                    incarnation_id: Uuid::from_u128(id as u128 + 1),
+                    host: format!("h{id}"),
+                    port: 9092,
+                    rack: rack.map(String::from),
+                    endpoints: Vec::new(),
+                },
             )
             .expect("register");
         self.commit(recs);

@@ -410,7 +410,17 @@ fn brokers_and_producer_ids() {
     let epoch = h.image.brokers[&1].epoch;
     let recs = h
         .controller
-        .register_broker(&h.image, 1, Uuid::from_u128(2), "h1".into(), 9093, None)
+        .register_broker(
+            &h.image,
+            runnel_metadata::controller::RegisterBroker {
+                broker_id: 1,
+                incarnation_id: Uuid::from_u128(2),
+                host: "h1".into(),
+                port: 9093,
+                rack: None,
+                endpoints: Vec::new(),
+            },
+        )
         .unwrap();
     h.commit(recs);
     let b = &h.image.brokers[&1];
@@ -419,10 +429,17 @@ fn brokers_and_producer_ids() {
         "same incarnation re-registers, fenced, new epoch"
     );
     assert_eq!(
-        code(
-            &h.controller
-                .register_broker(&h.image, -1, Uuid::from_u128(5), "x".into(), 1, None)
-        ),
+        code(&h.controller.register_broker(
+            &h.image,
+            runnel_metadata::controller::RegisterBroker {
+                broker_id: -1,
+                incarnation_id: Uuid::from_u128(5),
+                host: "x".into(),
+                port: 1,
+                rack: None,
+                endpoints: Vec::new()
+            }
+        )),
         42
     );
     assert!(h.controller.unfence_broker(&h.image, 9).is_empty());

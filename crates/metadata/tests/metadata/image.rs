@@ -24,6 +24,7 @@ fn broker(id: i32) -> MetadataRecord {
         port: 9092,
         rack: None,
         fenced: false,
+        endpoints: Vec::new(),
     }
 }
 
@@ -321,4 +322,37 @@ fn brokers_fence_unfence_and_unregister() {
         ))
         .unwrap();
     assert!(!img.brokers.contains_key(&2));
+}
+
+/// A registration names each listener's endpoint and none for a listener it lacks; an old
+/// registration without endpoints answers its one address on every listener.
+#[test]
+fn broker_endpoints_by_listener() {
+    let sasl = BrokerEndpoint {
+        name: "SASL_PLAINTEXT".into(),
+        host: "h".into(),
+        port: 9093,
+        security_protocol: 2,
+    };
+    let plain = BrokerEndpoint {
+        name: "PLAINTEXT".into(),
+        host: "h".into(),
+        port: 9092,
+        security_protocol: 0,
+    };
+    let mut with = broker(1);
+    if let MetadataRecord::RegisterBroker { endpoints, .. } = &mut with {
+        *endpoints = vec![plain, sasl];
+    }
+    let image = MetadataImage::empty("c".into())
+        .apply(&at(vec![with, broker(2)], 0))
+        .unwrap();
+    let b1 = &image.brokers[&1];
+    assert_eq!(b1.endpoint("SASL_PLAINTEXT"), Some(("h", 9093)));
+    assert_eq!(b1.endpoint("PLAINTEXT"), Some(("h", 9092)));
+    assert_eq!(b1.endpoint("SSL"), None);
+    assert_eq!(
+        image.brokers[&2].endpoint("SASL_PLAINTEXT"),
+        Some(("h", 9092))
+    );
 }

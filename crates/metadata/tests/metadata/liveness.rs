@@ -82,6 +82,7 @@ fn image(case: &Case) -> MetadataImage {
             port: 9092,
             rack: None,
             fenced,
+            endpoints: Vec::new(),
         });
         if shutting_down {
             records.push(MetadataRecord::BrokerRegistrationChange {
@@ -144,8 +145,18 @@ fn decide(
             sessions
                 .check_registration(image, broker, other, now)
                 .map_err(|e| e.code)?;
-            ctl.register_broker(image, broker, other, "h".into(), 9092, None)
-                .map_err(|e| e.code)?
+            ctl.register_broker(
+                image,
+                runnel_metadata::controller::RegisterBroker {
+                    broker_id: broker,
+                    incarnation_id: other,
+                    host: "h".into(),
+                    port: 9092,
+                    rack: None,
+                    endpoints: Vec::new(),
+                },
+            )
+            .map_err(|e| e.code)?
         }
         Event::ControlledShutdown(broker) => ctl.controlled_shutdown(image, broker).0,
         Event::ShutdownComplete(broker) => {

@@ -109,6 +109,15 @@ fn a_failed_commit_turns_only_the_successes_into_its_error() {
     assert_eq!(answer.unwrap_err().code, codes::REQUEST_TIMED_OUT);
 }
 
+fn endpoint(name: &str, port: u16, security_protocol: i16) -> runnel_metadata::BrokerEndpoint {
+    runnel_metadata::BrokerEndpoint {
+        name: name.into(),
+        host: "localhost".into(),
+        port,
+        security_protocol,
+    }
+}
+
 fn register(id: i32, incarnation: u128) -> RegisterBroker {
     RegisterBroker {
         broker_id: id,
@@ -116,6 +125,7 @@ fn register(id: i32, incarnation: u128) -> RegisterBroker {
         host: "localhost".into(),
         port: 9092,
         rack: None,
+        endpoints: Vec::new(),
     }
 }
 
@@ -248,6 +258,40 @@ fn each_operation_range_checks_its_fields() {
             "rack too long",
             RegisterBroker {
                 rack: Some("r".repeat(256)),
+                ..register(1, 1)
+            }
+            .validate(),
+        ),
+        (
+            "listener port 0",
+            RegisterBroker {
+                endpoints: vec![endpoint("SASL_PLAINTEXT", 0, 2)],
+                ..register(1, 1)
+            }
+            .validate(),
+        ),
+        (
+            "unknown security protocol",
+            RegisterBroker {
+                endpoints: vec![endpoint("X", 9093, 4)],
+                ..register(1, 1)
+            }
+            .validate(),
+        ),
+        (
+            "listener named twice",
+            RegisterBroker {
+                endpoints: vec![endpoint("A", 9093, 0), endpoint("A", 9094, 0)],
+                ..register(1, 1)
+            }
+            .validate(),
+        ),
+        (
+            "too many listeners",
+            RegisterBroker {
+                endpoints: (0..65)
+                    .map(|i| endpoint(&format!("L{i}"), 9093, 0))
+                    .collect(),
                 ..register(1, 1)
             }
             .validate(),

@@ -264,11 +264,14 @@ fn register(image: &mut MetadataImage, controller: &mut Controller, now: &mut i6
     let recs = controller
         .register_broker(
             image,
-            id,
-            Uuid::from_u128(id as u128 + 1),
-            format!("h{id}"),
-            9092,
-            None,
+            runnel_metadata::controller::RegisterBroker {
+                broker_id: id,
+                incarnation_id: Uuid::from_u128(id as u128 + 1),
+                host: format!("h{id}"),
+                port: 9092,
+                rack: None,
+                endpoints: Vec::new(),
+            },
         )
         .expect("register");
     commit(image, controller, now, recs);

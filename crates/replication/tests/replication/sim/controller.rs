@@ -56,6 +56,7 @@ fn bootstrap(p: &Params, topic_id: Uuid) -> Vec<MetadataRecord> {
             port: 9092,
             rack: None,
             fenced: false,
+            endpoints: Vec::new(),
         })
         .collect();
     records.push(MetadataRecord::Topic {
@@ -287,9 +288,17 @@ impl World {
             .sessions
             .check_registration(&image, broker, inc, now)
             .and_then(|()| {
-                self.ctl
-                    .core
-                    .register_broker(&image, broker, inc, "localhost".into(), 9092, None)
+                self.ctl.core.register_broker(
+                    &image,
+                    runnel_metadata::controller::RegisterBroker {
+                        broker_id: broker,
+                        incarnation_id: inc,
+                        host: "localhost".into(),
+                        port: 9092,
+                        rack: None,
+                        endpoints: Vec::new(),
+                    },
+                )
             });
         let records = match decided {
             Ok(records) => records,
