@@ -14,16 +14,15 @@
 //!
 //! One test per binary: the fault is armed for the whole process.
 
+mod support;
+
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use runnel_broker::partition::{log_config, Partition, Role};
 use runnel_log::fault::{arm_process_wide, Fault};
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
+use support::idempotent_batch;
 
 const KAFKA_STORAGE_ERROR: i16 = 56;
 
@@ -42,38 +41,6 @@ fn leader_role() -> Role {
     }
 }
 
-/// A v2 batch of `n` records of idempotent producer 9 (epoch 0) from sequence `seq`.
-fn idempotent(seq: i32, n: usize) -> BytesMut {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: 9,
-            producer_epoch: 0,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: seq + i as i32,
-            timestamp: runnel_broker::clock::now_ms(),
-            key: None,
-            value: Some(bytes::Bytes::from_static(b"v")),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch encodes");
-    buf
-}
-
 fn leader(logs: &LogManager, index: i32) -> Partition {
     let role = leader_role();
     let id = uuid::Uuid::from_u128(7);
@@ -84,7 +51,7 @@ fn leader(logs: &LogManager, index: i32) -> Partition {
 }
 
 fn code(p: &Partition, seq: i32) -> i16 {
-    match p.append_as_leader(&idempotent(seq, 2), 1, 1) {
+    match p.append_as_leader(&idempotent_batch(seq, 2, 0), 1, 1) {
         Ok(_) => 0,
         Err((code, _)) => code,
     }

@@ -12,16 +12,15 @@
 //!
 //! One test per binary: the fault is armed for the whole process.
 
+mod support;
+
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use runnel_broker::partition::{log_config, Partition, Role};
 use runnel_log::fault::{arm_process_wide, Fault};
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
+use support::idempotent_batch;
 
 /// Broker 1's role for `t-0` (replicas 1, 2, 3) led by `leader` in `leader_epoch`, with an
 /// offset-index entry for every batch after the first (`index.interval.bytes` 0), so that a
@@ -38,39 +37,6 @@ fn role(leader: i32, leader_epoch: i32) -> Role {
         partition_epoch: leader_epoch,
         config: Arc::new(config),
     }
-}
-
-/// A v2 batch of `n` records of idempotent producer 9 (epoch 0) from sequence `seq`, at
-/// `base_offset` in leader epoch 0 (what a follower receives; a producer sends offset 0).
-fn idempotent(seq: i32, n: usize, base_offset: i64) -> BytesMut {
-    let records: Vec<Record> = (0..n)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: 9,
-            producer_epoch: 0,
-            timestamp_type: TimestampType::Creation,
-            offset: base_offset + i as i64,
-            sequence: seq + i as i32,
-            timestamp: runnel_broker::clock::now_ms(),
-            key: None,
-            value: Some(bytes::Bytes::from_static(b"v")),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("batch encodes");
-    buf
 }
 
 #[test]
@@ -97,7 +63,7 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
         30_000,
     );
     for (seq, base) in [(0, 0), (3, 3), (6, 6)] {
-        p.append_as_follower(&idempotent(seq, 3, base), 0)
+        p.append_as_follower(&idempotent_batch(seq, 3, base), 0)
             .expect("follower append");
     }
     // The leader never had the third batch. Cutting it works; rewriting the index after the
@@ -115,7 +81,7 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
     // Until the broker has stopped, this replica may still be made leader; the producer
     // retries the batch it never saw acknowledged.
     p.set_role(role(1, 1));
-    let retry = p.append_as_leader(&idempotent(6, 3, 0), 1, 1);
+    let retry = p.append_as_leader(&idempotent_batch(6, 3, 0), 1, 1);
     assert_eq!(
         retry
             .map(|a| (a.base_offset, a.duplicate))

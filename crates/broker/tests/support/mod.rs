@@ -188,6 +188,42 @@ pub fn one_record_batch(key: Option<&'static [u8]>, value: &'static [u8]) -> Byt
     buf.freeze()
 }
 
+/// A v2 batch of `n` records of idempotent producer 9 (epoch 0) from sequence `seq`, at
+/// `base_offset` in leader epoch 0 (what a follower receives; a producer sends offset 0).
+pub fn idempotent_batch(seq: i32, n: i32, base_offset: i64) -> bytes::BytesMut {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: 9,
+            producer_epoch: 0,
+            timestamp_type: TimestampType::Creation,
+            offset: base_offset + i64::from(i),
+            sequence: seq + i,
+            timestamp: runnel_broker::clock::now_ms(),
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("batch encodes");
+    buf
+}
+
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM).
 pub fn own_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
