@@ -50,7 +50,7 @@ impl std::future::Future for Committing {
                 )),
             },
             Ok(Err(ClientWriteError::ForwardToLeader(f))) => Err(QuorumError::NotLeader {
-                leader: f.leader_id.map(|l| l as i32),
+                leader: f.leader_id.and_then(|l| i32::try_from(l).ok()),
             }),
             Ok(Err(e)) => Err(QuorumError::Raft(e.to_string())),
         })

@@ -227,7 +227,7 @@ impl GroupManager {
         let image = self.image.borrow();
         image
             .topic(OFFSETS_TOPIC)
-            .map(|t| t.partitions.len() as i32)
+            .and_then(|t| i32::try_from(t.partitions.len()).ok())
     }
 
     /// Loads partitions that became ours and drops those that are not ours anymore.
