@@ -37,7 +37,7 @@ use crate::controller_shell::{Backend, ControllerShell};
 use crate::log_dir_failure::LogDirFailure;
 use crate::metadata_log::{FileMetadataLog, MetadataLog};
 use crate::partition::log_config;
-use crate::publisher::Publisher;
+use crate::publisher::{follow, Publisher};
 use crate::replica_manager::ReplicaManager;
 use crate::BrokerError;
 
@@ -145,6 +145,7 @@ async fn follow_quorum(
     let mut waiting_for_target = true;
     let mut caught_up = false;
     let mut reader = quorum.committed();
+    let mut delta = None;
     loop {
         tokio::select! {
             committed = reader.next() => {
@@ -155,10 +156,10 @@ async fn follow_quorum(
                         next.cluster_id = cluster_id.clone();
                         image = Arc::new(next);
                     }
-                    Committed::Records(records) => match image.apply(&records) {
-                        Ok(next) => image = Arc::new(next),
+                    Committed::Records(records, after) => match follow(&image, &records, after) {
+                        Ok((next, change)) => (image, delta) = (next, Some(change)),
                         Err(e) => {
-                            tracing::error!(error = %e, "committed metadata does not apply to the image");
+                            tracing::error!(error = %e, "committed metadata does not follow the image");
                             continue;
                         }
                     },
@@ -180,7 +181,7 @@ async fn follow_quorum(
             replicas.set_caught_up();
             caught_up = true;
         }
-        publisher.publish(image.clone());
+        publisher.publish_change(image.clone(), delta.take().as_ref());
     }
 }
 
