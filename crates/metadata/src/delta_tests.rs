@@ -213,10 +213,12 @@ fn slow_diff(before: &MetadataImage, after: &MetadataImage) -> MetadataDelta {
                 |k| before.scram_credentials.get(k).cloned(),
                 |k| after.scram_credentials.get(k).cloned(),
             ),
-            next_producer_id: (before.next_producer_id != after.next_producer_id).then(|| Change {
-                old: Some(before.next_producer_id),
-                new: Some(after.next_producer_id),
-            }),
+            next_producer_id: (before.next_producer_id != after.next_producer_id).then_some(
+                Change {
+                    old: Some(before.next_producer_id),
+                    new: Some(after.next_producer_id),
+                },
+            ),
         },
     }
 }
