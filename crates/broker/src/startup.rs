@@ -135,7 +135,6 @@ async fn follow_dynamic_configs(
 /// committed, and a partial image would make real partitions look like strays.
 async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
-    cluster_id: String,
     publisher: Publisher,
     replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
@@ -151,11 +150,8 @@ async fn follow_quorum(
             committed = reader.next() => {
                 let Some(committed) = committed else { return };
                 match committed {
-                    Committed::Image(snapshot) => {
-                        let mut next = (*snapshot).clone();
-                        next.cluster_id = cluster_id.clone();
-                        image = Arc::new(next);
-                    }
+                    // The state machine's images carry the cluster id: shared as they are.
+                    Committed::Image(snapshot) => image = snapshot,
                     Committed::Records(records, after) => match follow(&image, &records, after) {
                         Ok((next, change)) => (image, delta) = (next, Some(change)),
                         Err(e) => {
@@ -488,7 +484,6 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
             tokio::spawn(follow_quorum(
                 quorum.clone(),
-                cluster_id.clone(),
                 publisher,
                 replicas.clone(),
                 image.clone(),
