@@ -62,37 +62,18 @@ pub(crate) fn affected<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replica::test_records::{partition, registration};
     use runnel_metadata::MetadataRecord;
     use uuid::Uuid;
 
     const T: Uuid = Uuid::from_u128(7);
 
     fn register(id: i32, fenced: bool) -> MetadataRecord {
-        MetadataRecord::RegisterBroker {
-            broker_id: id,
-            incarnation_id: Uuid::from_u128(id as u128),
-            broker_epoch: 1,
-            host: "h".into(),
-            port: 9092,
-            rack: None,
-            fenced,
-            endpoints: Vec::new(),
-        }
+        registration(id, 1, fenced)
     }
 
     /// Topic "t" with partitions 0 (replicas 1, 2) and 1 (replicas 1, 3), brokers 1-3 active.
     fn base() -> MetadataImage {
-        let partition = |p: i32, replicas: Vec<i32>| MetadataRecord::Partition {
-            topic_id: T,
-            partition_id: p,
-            isr: replicas.clone(),
-            leader: replicas[0],
-            replicas,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
-        };
         let records = [
             register(1, false),
             register(2, false),
@@ -101,8 +82,8 @@ mod tests {
                 name: "t".into(),
                 topic_id: T,
             },
-            partition(0, vec![1, 2]),
-            partition(1, vec![1, 3]),
+            partition(T, 0, vec![1, 2]),
+            partition(T, 1, vec![1, 3]),
         ];
         let numbered: Vec<_> = (0..).zip(records).collect();
         MetadataImage::empty("c".into()).apply(&numbered).unwrap()

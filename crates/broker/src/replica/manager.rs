@@ -439,21 +439,9 @@ impl ReplicaManager {
 #[cfg(test)]
 mod tests {
     use super::{disposition, Disposition, ReplicaManager};
+    use crate::replica::test_records::{partition, registration as register};
     use runnel_metadata::{BrokerDefaults, MetadataImage, MetadataRecord};
     use uuid::Uuid;
-
-    fn register(id: i32, epoch: i64, fenced: bool) -> MetadataRecord {
-        MetadataRecord::RegisterBroker {
-            broker_id: id,
-            incarnation_id: Uuid::from_u128(id as u128),
-            broker_epoch: epoch,
-            host: "h".into(),
-            port: 9092,
-            rack: None,
-            fenced,
-            endpoints: Vec::new(),
-        }
-    }
 
     /// Issue 10 §5: a batch that changes no partition of this node (a heartbeat's
     /// registration, another broker) examines none; a partition change examines one.
@@ -472,17 +460,7 @@ mod tests {
                 topic_id: topic,
             },
         ];
-        records.extend((0..3).map(|p| MetadataRecord::Partition {
-            topic_id: topic,
-            partition_id: p,
-            replicas: vec![1, 2],
-            isr: vec![1, 2],
-            leader: 1,
-            leader_epoch: 0,
-            partition_epoch: 0,
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
-        }));
+        records.extend((0..3).map(|p| partition(topic, p, vec![1, 2])));
         let numbered: Vec<_> = (0..).zip(records).collect();
         let image = MetadataImage::empty("c".into()).apply(&numbered).unwrap();
         assert_eq!(manager.apply_image(&image), 3, "boot walks every partition");

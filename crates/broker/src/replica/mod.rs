@@ -11,3 +11,5 @@ pub mod isr;
 mod local_changes;
 pub mod manager;
 pub mod partition;
+#[cfg(test)]
+mod test_records;
