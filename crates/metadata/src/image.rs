@@ -188,15 +188,6 @@ impl MetadataImage {
     /// replicas that break a partition's invariants, ...) rejects the whole batch, because a
     /// partially applied batch would be an image no log prefix describes.
     pub fn apply(&self, records: &[(i64, MetadataRecord)]) -> Result<MetadataImage, ImageError> {
-        self.apply_with_delta(records).map(|applied| applied.image)
-    }
-
-    /// [`MetadataImage::apply`], also returning what the batch changed (a [`MetadataDelta`]:
-    /// the net difference between `self` and the new image).
-    pub fn apply_with_delta(
-        &self,
-        records: &[(i64, MetadataRecord)],
-    ) -> Result<Applied, ImageError> {
         let mut next = self.clone();
         for (offset, record) in records {
             if *offset <= next.offset {
@@ -209,6 +200,17 @@ impl MetadataImage {
             next.offset = *offset;
         }
         debug_assert_eq!(next.check_consistency(), Ok(()));
+        Ok(next)
+    }
+
+    /// [`MetadataImage::apply`], also returning what the batch changed (a [`MetadataDelta`]:
+    /// the net difference between `self` and the new image). Callers that only need the image
+    /// (the controller's speculative apply on every decision) use `apply` and build no delta.
+    pub fn apply_with_delta(
+        &self,
+        records: &[(i64, MetadataRecord)],
+    ) -> Result<Applied, ImageError> {
+        let next = self.apply(records)?;
         let delta = MetadataDelta::of_batch(self, &next, records);
         Ok(Applied { image: next, delta })
     }
