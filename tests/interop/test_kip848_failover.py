@@ -175,10 +175,13 @@ def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path
 class _JavaGroup(threading.Thread):
     """The Java scenario's process; `lines` collects its stdout as it comes."""
 
-    def __init__(self, cmd):
+    def __init__(self, cmd, stderr_path):
         super().__init__(daemon=True)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        # stderr to a file: a pipe nobody reads until the end could fill and stall the JVM.
+        self.stderr_path = stderr_path
+        with open(stderr_path, "w") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=err, text=True)
         self.lines = []
         self.start()
 
@@ -193,7 +196,7 @@ class _JavaGroup(threading.Thread):
         assert any(l.startswith(prefix) for l in self.lines), self.report()
 
     def report(self):
-        err = self.proc.stderr.read() if self.proc.poll() is not None else "(running)"
+        err = self.stderr_path.read_text()
         return "--- stdout ---\n" + "\n".join(self.lines) + "\n--- stderr ---\n" + err[-6000:]
 
 
@@ -213,7 +216,8 @@ def test_java_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp
         java = _JavaGroup(["java", "-cp", java_classpath(), "runnel.interop.Main",
                            "consumer-protocol-coordinator-kill", cluster.bootstrap, "3",
                            f"topic={topic}", f"group={group}", f"partitions={PARTITIONS}",
-                           f"resume_file={resume}", f"check_file={check}"])
+                           f"resume_file={resume}", f"check_file={check}"],
+                          tmp_path / "java.stderr")
         java.wait_line("stable ")
         described = adm.describe_consumer_groups([group])[group].result(timeout=15)
         victim = described.coordinator.id

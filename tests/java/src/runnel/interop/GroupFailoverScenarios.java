@@ -1,7 +1,5 @@
 package runnel.interop;
 
-import static runnel.interop.Clients.OP;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -62,7 +60,7 @@ final class GroupFailoverScenarios {
             ms.add(a);
             Member b = new Member("b", env.bootstrap(), topic, cfg);
             ms.add(b);
-            Map<TopicPartition, Long> first = a.consumer.endOffsets(tps, OP);
+            Map<TopicPartition, Long> first = endOffsets(ms, tps);
             Check.waitFor("two members with " + partitions / 2 + " partitions each, everything read", WAIT, () -> {
                 ms.forEach(Member::poll);
                 return a.owned.size() == partitions / 2 && b.owned.size() == partitions / 2
@@ -76,7 +74,7 @@ final class GroupFailoverScenarios {
                 ms.forEach(Member::poll);
                 return Files.exists(resume);
             });
-            Map<TopicPartition, Long> end = a.consumer.endOffsets(tps, OP);
+            Map<TopicPartition, Long> end = endOffsets(ms, tps);
             Check.waitFor("every record up to " + end, WAIT, () -> {
                 ms.forEach(Member::poll);
                 return readUpTo(ms, end);
@@ -103,6 +101,19 @@ final class GroupFailoverScenarios {
         } finally {
             ms.forEach(Member::close);
         }
+    }
+
+    /**
+     * The end offsets, asked until an answer comes: right after the kill the consumer may still
+     * ask the dead leader and fail with a DisconnectException instead of retrying. The members
+     * keep polling meanwhile (their heartbeats go out from poll).
+     */
+    private static Map<TopicPartition, Long> endOffsets(List<Member> ms, List<TopicPartition> tps)
+            throws InterruptedException {
+        return Check.waitFor("the end offsets of " + tps, WAIT, () -> {
+            ms.forEach(Member::poll);
+            return ms.get(0).consumer.endOffsets(tps, Duration.ofSeconds(5));
+        });
     }
 
     /** Every (partition, offset) the members read, with how often. */
