@@ -79,8 +79,9 @@ pub fn record_line(offset: i64, stored: &Value, args: &DumpLogArgs) -> String {
     )
 }
 
-/// A control frame's line (`| <what>`); Kafka prints no control record with
-/// --skip-record-metadata.
+/// A control frame's line (`| <what>`), left out with --skip-record-metadata: Kafka prints a
+/// control record's type only among the record metadata (an empty line without it), and
+/// Runnel's control batches hold no record (`count: 0`).
 pub fn control_line(what: &str, args: &DumpLogArgs) -> Option<String> {
     (!args.skip_record_metadata).then(|| format!("| {what}"))
 }
