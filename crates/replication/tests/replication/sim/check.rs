@@ -140,6 +140,9 @@ impl World {
         if p.leader == -1 || p.isr.len() != BROKERS.len() || self.producer.inflight.is_some() {
             return false;
         }
+        if self.ctl.pipeline.in_flight() > 0 || !self.ctl.quorum.pending.is_empty() {
+            return false;
+        }
         let l = &self.brokers[p.leader as usize - 1];
         let Role::Leader(c) = &l.role else {
             return false;
