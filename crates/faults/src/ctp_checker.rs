@@ -78,13 +78,16 @@ fn split_output(value: &str) -> Option<(&str, &str, &str)> {
     Some((input, offset, txn))
 }
 
+/// A transaction's outcome and the input records (partition, offset, value) it consumed.
+type TxnInputs<'a> = (&'a str, &'a [(i32, i64, String)]);
+
 /// What the history says, indexed for the rules.
 #[derive(Default)]
 struct Seen<'a> {
     any: bool,
     acked: BTreeSet<(i32, &'a str)>,
     /// Transaction -> (outcome, its inputs).
-    txns: BTreeMap<&'a str, (&'a str, &'a [(i32, i64, String)])>,
+    txns: BTreeMap<&'a str, TxnInputs<'a>>,
     /// Output values read during the run and in the final read.
     read_during: BTreeSet<(i32, &'a str)>,
     finally: Vec<(i32, &'a str)>,
