@@ -59,7 +59,7 @@ impl World {
             Some((lid, linc, last)) => {
                 ensure!(
                     (*lid, *linc) == (id, inc),
-                    "two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
+                    "invariant 4: two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
                 );
                 ensure!(
                     hw >= *last,

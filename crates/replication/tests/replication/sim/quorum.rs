@@ -68,17 +68,6 @@ impl Quorum {
         tick >= self.leader_at
     }
 
-    /// The offset the next appended record gets.
-    pub fn next_offset(&self) -> i64 {
-        self.truth.offset
-            + 1
-            + self
-                .pending
-                .iter()
-                .map(|b| b.records.len() as i64)
-                .sum::<i64>()
-    }
-
     /// Takes a batch decided at `first`; it commits `1..=max_delay` ticks from now, never
     /// before an earlier batch, or fails with `fail_per_10k`.
     #[allow(clippy::too_many_arguments)]
