@@ -20,7 +20,7 @@ pub mod frame;
 pub mod limits;
 pub mod listeners;
 pub mod memory;
-pub mod pipeline;
+mod pipeline;
 pub mod principal_mapping;
 pub mod sasl;
 pub mod tls;

@@ -14,8 +14,9 @@
 //!
 //! A Produce is only pipelined when no client quota could throttle it (a throttle mutes the
 //! connection, `crate::quota`; those go the whole way before the next read), and at most
-//! [`MAX_WAITING`] wait at once: then reading stops until the oldest is answered. Each waiting
-//! response keeps its frame's request memory (`queued.max.request.bytes`) until it is written.
+//! [`MAX_WAITING`] wait behind the one being answered: then reading stops until it is. Each
+//! waiting response keeps its frame's request memory (`queued.max.request.bytes`) until it is
+//! written.
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
@@ -26,13 +27,13 @@ use super::memory::Lease;
 use super::{within, Closed};
 use crate::dispatch::Waiting;
 
-/// Produce responses one connection may have waiting for replication at once.
-pub const MAX_WAITING: usize = 32;
+/// Responses one connection may have queued behind the one being answered.
+pub(super) const MAX_WAITING: usize = 32;
 
 /// Whether a request frame may be pipelined behind waiting Produce responses: only a Produce
 /// (by its api key; anything else is handled after every earlier response is written).
-pub fn may_pipeline(frame: &[u8]) -> bool {
-    frame.len() >= 2 && i16::from_be_bytes([frame[0], frame[1]]) == ApiKey::Produce as i16
+pub(super) fn may_pipeline(frame: &[u8]) -> bool {
+    super::api_key(frame) == Some(ApiKey::Produce as i16)
 }
 
 /// What the writer gets, in request order.
@@ -50,7 +51,7 @@ enum Outgoing {
 }
 
 /// The reading side's handle on the connection's responses.
-pub struct Responses {
+pub(super) struct Responses {
     tx: mpsc::Sender<Outgoing>,
     /// Whether a pipelined response may still be unwritten.
     waiting: bool,
@@ -63,7 +64,7 @@ fn writer_gone<T>(_: T) -> Closed {
 
 impl Responses {
     /// Queues a Produce response that waits for replication; waits while [`MAX_WAITING`] are.
-    pub async fn pipeline(&mut self, response: Waiting, lease: Lease) -> Result<(), Closed> {
+    pub(super) async fn pipeline(&mut self, response: Waiting, lease: Lease) -> Result<(), Closed> {
         self.waiting = true;
         self.tx
             .send(Outgoing::Waiting { response, lease })
@@ -72,7 +73,7 @@ impl Responses {
     }
 
     /// Waits until every response queued so far is written.
-    pub async fn drain(&mut self) -> Result<(), Closed> {
+    pub(super) async fn drain(&mut self) -> Result<(), Closed> {
         if !self.waiting {
             return Ok(());
         }
@@ -87,7 +88,7 @@ impl Responses {
     }
 
     /// Writes `response` after every earlier one and waits until it is written.
-    pub async fn write(&mut self, response: Bytes) -> Result<(), Closed> {
+    pub(super) async fn write(&mut self, response: Bytes) -> Result<(), Closed> {
         let (written, done) = oneshot::channel();
         self.tx
             .send(Outgoing::Ready { response, written })
@@ -102,18 +103,18 @@ impl Responses {
 /// The writer of one connection's responses: what [`Responses`] queues, in order, each within
 /// `connections.max.idle.ms`. Ends with the reason the connection closes, or `None` once the
 /// reading side is done and everything queued is written.
-pub struct Writer {
+pub(super) struct Writer {
     rx: mpsc::Receiver<Outgoing>,
 }
 
 /// A connection's response queue: the reading side's handle and the writer.
-pub fn responses() -> (Responses, Writer) {
+pub(super) fn responses() -> (Responses, Writer) {
     let (tx, rx) = mpsc::channel(MAX_WAITING);
     (Responses { tx, waiting: false }, Writer { rx })
 }
 
 impl Writer {
-    pub async fn run<W: AsyncWrite>(
+    pub(super) async fn run<W: AsyncWrite>(
         mut self,
         writer: W,
         idle: Option<std::time::Duration>,
@@ -184,6 +185,13 @@ mod tests {
         assert!(!may_pipeline(&[0]));
     }
 
+    /// A lease of 1 KiB, what a small frame holds.
+    async fn leased(memory: &RequestMemory) -> Lease {
+        let mut lease = memory.lease();
+        lease.grow(1024).await;
+        lease
+    }
+
     /// Whether `f` is still pending after one poll.
     async fn pending<F: Future + Unpin>(f: &mut F) -> bool {
         std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx).is_pending()))
@@ -200,19 +208,20 @@ mod tests {
         let (mut responses, writer) = responses();
         let writing = tokio::spawn(writer.run(server, None));
         let memory = RequestMemory::new(1 << 20);
-        let leased = || async {
-            let mut lease = memory.lease();
-            lease.grow(1000).await;
-            lease
-        };
         let (replicate, replicated) = oneshot::channel::<()>();
         let first: Waiting = Box::pin(async move {
             let _ = replicated.await;
             Ok(Some(Bytes::from_static(b"first,")))
         });
         let second: Waiting = Box::pin(async { Ok(Some(Bytes::from_static(b"second,"))) });
-        responses.pipeline(first, leased().await).await.unwrap();
-        responses.pipeline(second, leased().await).await.unwrap();
+        responses
+            .pipeline(first, leased(&memory).await)
+            .await
+            .unwrap();
+        responses
+            .pipeline(second, leased(&memory).await)
+            .await
+            .unwrap();
         let full = memory.capacity_bytes();
         {
             let mut drained = std::pin::pin!(responses.drain());
@@ -223,7 +232,7 @@ mod tests {
                     "drained before the first is answered"
                 );
             }
-            assert!(memory.available_bytes() < full - 1000, "both leases held");
+            assert_eq!(memory.available_bytes(), full - 2048, "both leases held");
             replicate.send(()).unwrap();
             drained.await.unwrap();
         }
