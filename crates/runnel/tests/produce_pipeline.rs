@@ -50,7 +50,7 @@ fn read_produce_response(stream: &mut std::net::TcpStream) -> (i32, i16, i64) {
 fn a_produce_waiting_for_replication_lets_the_next_produce_append() {
     // A frozen follower stays in the ISR (and registered) for the whole test, so the first
     // acks=all Produce cannot complete until it thaws.
-    let mut cluster = Cluster::start(
+    let cluster = Cluster::start(
         3,
         &[
             "replica.lag.time.max.ms=300000",
