@@ -5,6 +5,10 @@
  * the achieved rate and the produce latency (enqueue -> delivery report) as one JSON line:
  *   {"records":N,"errors":E,"records_per_sec":R,"latency_ms":{"p50":..,"p99":..,"p999":..,"max":..}}
  *
+ * With statistics.interval.ms=N among the properties, librdkafka's statistics JSON (requests
+ * per broker, in-flight and queued requests, messages per batch, RTT) goes to stderr every N ms,
+ * one object a line: what locates a queue build-up.
+ *
  * Build: gcc -O2 -o rdkafka_latency bench/rdkafka_latency.c -lrdkafka
  * Usage: rdkafka_latency BOOTSTRAP TOPIC RATE COUNT SIZE [key=value ...]
  */
@@ -39,6 +43,13 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   }
   latencies_ms[delivered++] = (now - sent) * 1e3;
   last_delivery_s = now;
+}
+
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+  (void)rk;
+  (void)opaque;
+  fprintf(stderr, "%.*s\n", (int)len, json);
+  return 0;
 }
 
 static int by_value(const void *a, const void *b) {
@@ -99,6 +110,7 @@ int main(int argc, char **argv) {
     }
   }
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rd_kafka_conf_set_stats_cb(conf, on_stats);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (!rk) {
     fprintf(stderr, "%s\n", err);

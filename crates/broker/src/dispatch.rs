@@ -118,14 +118,31 @@ fn decode<T: Decodable>(buf: &mut Bytes, key: ApiKey, version: i16) -> Result<T,
         .map_err(|e| DispatchError(format!("malformed {key:?} v{version} request: {e}")))
 }
 
+/// The response to a frame still being worked out: a Produce whose appends are done and whose
+/// answer waits for their replication (it owns what it needs, so the connection can read its
+/// next request meanwhile).
+pub type Waiting = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Option<Bytes>, DispatchError>> + Send>,
+>;
+
+/// What handling a frame gave.
+pub enum Dispatched {
+    /// The response (`None`: Produce with acks=0) and the client-quota throttle it earned.
+    Done(Option<Bytes>, Option<crate::quota::Throttle>),
+    /// A Produce, appended, whose response waits for its replication; it earned no throttle
+    /// (only requests of clients without a quota get here).
+    Waiting(Waiting),
+}
+
 /// Handles one frame. `Ok(None)`: no response (Produce with acks=0).
 pub async fn dispatch(
     broker: &Arc<Broker>,
     frame: Bytes,
     identity: &ConnectionIdentity,
 ) -> Result<Option<Bytes>, DispatchError> {
-    let mut throttle = None;
-    route(broker, frame, identity, &mut throttle).await
+    dispatch_throttled(broker, frame, identity)
+        .await
+        .map(|(response, _)| response)
 }
 
 /// [`dispatch`], with the client-quota throttle the request earned (the server mutes the
@@ -135,17 +152,56 @@ pub async fn dispatch_throttled(
     frame: Bytes,
     identity: &ConnectionIdentity,
 ) -> Result<(Option<Bytes>, Option<crate::quota::Throttle>), DispatchError> {
-    let mut throttle = None;
-    let response = route(broker, frame, identity, &mut throttle).await?;
-    Ok((response, throttle))
+    match route(broker, frame, identity, false).await? {
+        Dispatched::Done(response, throttle) => Ok((response, throttle)),
+        Dispatched::Waiting(waiting) => Ok((waiting.await?, None)),
+    }
+}
+
+/// [`dispatch_throttled`], except that a Produce of a client without a quota comes back as
+/// soon as its records are appended, its response still [`Dispatched::Waiting`] for their
+/// replication (`crate::server::pipeline`).
+pub async fn dispatch_pipelined(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    identity: &ConnectionIdentity,
+) -> Result<Dispatched, DispatchError> {
+    route(broker, frame, identity, true).await
 }
 
 async fn route(
     broker: &Arc<Broker>,
     frame: Bytes,
     identity: &ConnectionIdentity,
+    pipeline: bool,
+) -> Result<Dispatched, DispatchError> {
+    let mut throttle = None;
+    let response = match route_call(broker, frame, identity, &mut throttle, pipeline).await? {
+        Routed::Response(response) => response,
+        Routed::Waiting(waiting) => return Ok(Dispatched::Waiting(waiting)),
+    };
+    Ok(Dispatched::Done(response, throttle))
+}
+
+/// A routed request: its response, or a Produce's that waits for replication.
+enum Routed {
+    Response(Option<Bytes>),
+    Waiting(Waiting),
+}
+
+impl From<Option<Bytes>> for Routed {
+    fn from(response: Option<Bytes>) -> Routed {
+        Routed::Response(response)
+    }
+}
+
+async fn route_call(
+    broker: &Arc<Broker>,
+    frame: Bytes,
+    identity: &ConnectionIdentity,
     throttle: &mut Option<crate::quota::Throttle>,
-) -> Result<Option<Bytes>, DispatchError> {
+    pipeline: bool,
+) -> Result<Routed, DispatchError> {
     if frame.len() < 8 {
         return Err(DispatchError(format!(
             "frame of {} bytes is too short for a request header",
@@ -159,7 +215,7 @@ async fn route(
     if raw_key == handlers::runnel_describe::API_KEY {
         return runnel_describe(broker, frame, correlation_id, identity)
             .await
-            .map(Some);
+            .map(|r| Some(r).into());
     }
     let key = ApiKey::try_from(raw_key)
         .map_err(|_| DispatchError(format!("unknown api key {raw_key}")))?;
@@ -168,7 +224,8 @@ async fn route(
     };
     if version < lo || version > hi {
         if key == ApiKey::ApiVersions {
-            return handlers::api_versions::unsupported_version(correlation_id).map(Some);
+            return handlers::api_versions::unsupported_version(correlation_id)
+                .map(|r| Some(r).into());
         }
         return Err(DispatchError(format!(
             "unsupported {key:?} version {version} (supported {lo}..={hi})"
@@ -197,7 +254,10 @@ async fn route(
         ctx,
         throttle,
     };
-    call_api(call, buf).await
+    if key == ApiKey::Produce {
+        return produce(call, buf, pipeline).await;
+    }
+    call_api(call, buf).await.map(Routed::from)
 }
 
 /// A request whose header was read and whose version is supported.
@@ -270,7 +330,6 @@ async fn call_api(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, Dispa
         }};
     }
     match key {
-        ApiKey::Produce => produce(call, buf).await,
         ApiKey::Fetch => fetch(call, buf).await,
         ApiKey::ListOffsets => call_ctx!(ListOffsetsRequest, handlers::cluster_authz::list_offsets),
         ApiKey::Metadata => call_ctx!(MetadataRequest, handlers::metadata::handle),
@@ -446,12 +505,25 @@ async fn call_api(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, Dispa
 }
 
 /// Produce: throttled by the larger of the byte-rate and the request-time throttle (Kafka);
-/// acks=0 gets no response.
-async fn produce(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, DispatchError> {
+/// acks=0 gets no response. With `pipeline`, and no client quota that could throttle it (a
+/// throttle mutes the connection, which a waiting response cannot do: those go the whole way
+/// here), the answer comes back [`Routed::Waiting`] once the records are appended.
+async fn produce(call: Call<'_>, mut buf: Bytes, pipeline: bool) -> Result<Routed, DispatchError> {
     let (broker, version, ctx) = (call.broker, call.version, &call.ctx);
     let request_bytes = buf.len();
     let request: ProduceRequest = decode(&mut buf, call.key, version)?;
     let acks = request.acks;
+    if pipeline && broker.image().client_quotas.is_empty() {
+        let pending = handlers::produce::append_all(broker, request, version, ctx).await;
+        let (key, correlation_id) = (call.key, call.correlation_id);
+        return Ok(Routed::Waiting(Box::pin(async move {
+            let response = pending.complete().await;
+            if acks == 0 {
+                return Ok(None);
+            }
+            encode_response(key, version, correlation_id, &response).map(Some)
+        })));
+    }
     let (mut response, busy) =
         crate::quota::timed(handlers::produce::handle(broker, request, version, ctx)).await;
     let throttle_ms = crate::quota::produce_throttle(broker, ctx, request_bytes)
@@ -459,10 +531,10 @@ async fn produce(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, Dispat
     // KIP-219: Produce v6+ clients throttle themselves.
     *call.throttle = crate::quota::throttle_for(throttle_ms, version >= 6);
     if acks == 0 {
-        return Ok(None);
+        return Ok(Routed::Response(None));
     }
     response.throttle_time_ms = response.throttle_time_ms.max(throttle_ms);
-    call.respond(&response)
+    call.respond(&response).map(Routed::from)
 }
 
 /// Fetch: consumers are throttled by bytes and request time; followers are exempt from both

@@ -1,8 +1,9 @@
 //! The TCP server: size-prefixed frames in, responses out in request order.
 //!
 //! Each connection is one task that handles its requests one at a time, as Kafka does, so
-//! responses keep request order without bookkeeping. Anything malformed closes that connection
-//! only; the broker keeps serving everyone else.
+//! responses keep request order, except that a Produce waiting for its replication lets the
+//! next Produce in (`pipeline`: appends and responses keep request order). Anything malformed
+//! closes that connection only; the broker keeps serving everyone else.
 //!
 //! Limits (docs/network-limits.md, Kafka's `SocketServer` semantics): at `max.connections` the
 //! acceptor stops accepting until a connection closes (new ones wait in the listen backlog);
@@ -19,6 +20,7 @@ pub mod frame;
 pub mod limits;
 pub mod listeners;
 pub mod memory;
+mod pipeline;
 pub mod principal_mapping;
 pub mod sasl;
 pub mod tls;
@@ -28,12 +30,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
-use crate::dispatch::{dispatch_throttled, DispatchError};
+use crate::dispatch::{dispatch_pipelined, dispatch_throttled, DispatchError, Dispatched};
 use crate::principal::{ConnectionIdentity, KafkaPrincipal};
 use auth_failures::AUTH_STATS;
 use authenticate::{pre_auth, PreAuth, Then};
@@ -291,14 +293,41 @@ pub(crate) fn server_nonce() -> String {
     Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
 }
 
-/// Reads, handles and answers requests one at a time until something ends the connection.
+/// Reads, handles and answers requests until something ends the connection: the reading
+/// side hands the responses to the connection's writer (`pipeline`), which writes them in
+/// request order.
 async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
     stream: S,
-    mut identity: ConnectionIdentity,
+    identity: ConnectionIdentity,
     shared: &Shared,
 ) -> Closed {
     let (reader, writer) = tokio::io::split(stream);
-    let mut writer = std::pin::pin!(writer);
+    let (responses, queue) = pipeline::responses();
+    let writing = queue.run(writer, shared.idle_timeout);
+    let reading = read_requests(reader, responses, identity, shared);
+    tokio::pin!(writing, reading);
+    tokio::select! {
+        biased;
+        // The writer ends first only when writing failed: that is why the connection closes.
+        closed = &mut writing => closed.unwrap_or(Closed::Eof),
+        closed = &mut reading => match closed {
+            // The client sent all it will: what it is owed still goes out (the reading side
+            // dropped its handle, so the writer ends once the queue is written).
+            Closed::Eof => writing.await.unwrap_or(Closed::Eof),
+            closed => closed,
+        },
+    }
+}
+
+/// Reads and handles requests one at a time (a Produce waiting for replication lets the next
+/// Produce in, `pipeline`), handing every response to the writer.
+async fn read_requests<R: AsyncRead + Send>(
+    reader: R,
+    mut responses: pipeline::Responses,
+    mut identity: ConnectionIdentity,
+    shared: &Shared,
+) -> Closed {
+    let reader = std::pin::pin!(reader);
     let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
     let mut sasl = shared.listener.sasl.clone().map(sasl::SaslSession::new);
     // KIP-368: when the current SASL session ends (connections.max.reauth.ms).
@@ -356,6 +385,13 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             }
         }
         let pre = sasl.as_mut().filter(|s| in_exchange(s, &bytes));
+        let pipelined = pre.is_none() && pipeline::may_pipeline(&bytes);
+        if !pipelined {
+            // Handled as Kafka does, after every earlier response is out.
+            if let Err(closed) = responses.drain().await {
+                return closed;
+            }
+        }
         let response = match pre {
             Some(session) => match pre_auth(session, &bytes, &server_nonce()) {
                 PreAuth::Dispatch => None,
@@ -369,6 +405,16 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
         };
         let (response, then, throttle) = match response {
             Some((reply, then)) => (Some(reply), then, None),
+            None if pipelined => match dispatch_pipelined(&shared.broker, bytes, &identity).await {
+                Ok(Dispatched::Waiting(waiting)) => {
+                    if let Err(closed) = responses.pipeline(waiting, lease).await {
+                        return closed;
+                    }
+                    continue;
+                }
+                Ok(Dispatched::Done(response, throttle)) => (response, Then::Continue, throttle),
+                Err(DispatchError(reason)) => return Closed::BadRequest(reason),
+            },
             None => match dispatch_throttled(&shared.broker, bytes, &identity).await {
                 Ok((response, throttle)) => (response, Then::Continue, throttle),
                 Err(DispatchError(reason)) => return Closed::BadRequest(reason),
@@ -388,11 +434,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
             tokio::time::sleep(t.time).await;
         }
         if let Some(response) = response {
-            let written = within(shared.idle_timeout, async {
-                writer.write_all(&response).await.map_err(Closed::Write)
-            })
-            .await;
-            if let Err(closed) = written {
+            if let Err(closed) = responses.write(response).await {
                 return closed;
             }
         }
@@ -417,7 +459,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
                 identity.principal = KafkaPrincipal::user(user);
             }
             Then::Close { reason, user } => {
-                let _ = writer.flush().await;
+                // The writer flushes every response it writes.
                 // Kafka delays the close (`connection.failed.authentication.delay.ms`): a client
                 // that reads the response and the close together (kafka-python) would
                 // otherwise see only a lost connection, not SASL_AUTHENTICATION_FAILED.

@@ -58,6 +58,34 @@ pub async fn handle(
     version: i16,
     ctx: &RequestContext,
 ) -> ProduceResponse {
+    append_all(broker, request, version, ctx)
+        .await
+        .complete()
+        .await
+}
+
+/// A Produce request whose partitions were appended (or answered at once): what is left is
+/// waiting for their fsync and replication, which touches no other request's state, so the
+/// connection may go on to its next Produce meanwhile (`crate::server::pipeline`).
+pub struct PendingProduce {
+    broker: Arc<Broker>,
+    image: Arc<runnel_metadata::image::MetadataImage>,
+    acks: i16,
+    version: i16,
+    listener: String,
+    deadline: tokio::time::Instant,
+    names: Vec<(kafka_protocol::messages::TopicName, Uuid)>,
+    slots: Vec<Vec<(i32, Slot)>>,
+}
+
+/// The first half of a Produce: checks, transaction verification and the appends, in the
+/// request's order.
+pub async fn append_all(
+    broker: &Arc<Broker>,
+    request: ProduceRequest,
+    version: i16,
+    ctx: &RequestContext,
+) -> PendingProduce {
     let acks = request.acks;
     let txn_denied = request.transactional_id.as_ref().is_some_and(|id| {
         !broker.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
@@ -95,29 +123,50 @@ pub async fn handle(
         names.push((topic.name, topic.topic_id));
         slots.push(appended);
     }
-    let waits: Vec<Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>> = slots
-        .iter()
-        .flatten()
-        .map(|(index, slot)| {
-            Box::pin(complete(*index, slot, acks, deadline))
-                as Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>
-        })
-        .collect();
-    let mut answers = join_all(waits).await.into_iter();
-    let topics: Vec<TopicProduceResponse> = names
-        .into_iter()
-        .zip(&slots)
-        .map(|((name, topic_id), partitions)| {
-            let t = TopicProduceResponse::default()
-                .with_partition_responses(answers.by_ref().take(partitions.len()).collect());
-            if version >= 13 {
-                t.with_topic_id(topic_id)
-            } else {
-                t.with_name(name)
-            }
-        })
-        .collect();
-    respond(broker, &image, topics, version, &ctx.listener)
+    PendingProduce {
+        broker: broker.clone(),
+        image,
+        acks,
+        version,
+        listener: ctx.listener.clone(),
+        deadline,
+        names,
+        slots,
+    }
+}
+
+impl PendingProduce {
+    /// The second half: waits for every partition at once, under the request's deadline, and
+    /// builds the response.
+    pub async fn complete(self) -> ProduceResponse {
+        let (acks, deadline) = (self.acks, self.deadline);
+        let waits: Vec<Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>> = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|(index, slot)| {
+                Box::pin(complete(*index, slot, acks, deadline))
+                    as Pin<Box<dyn Future<Output = PartitionProduceResponse> + Send + '_>>
+            })
+            .collect();
+        let mut answers = join_all(waits).await.into_iter();
+        let version = self.version;
+        let topics: Vec<TopicProduceResponse> = self
+            .names
+            .into_iter()
+            .zip(&self.slots)
+            .map(|((name, topic_id), partitions)| {
+                let t = TopicProduceResponse::default()
+                    .with_partition_responses(answers.by_ref().take(partitions.len()).collect());
+                if version >= 13 {
+                    t.with_topic_id(topic_id)
+                } else {
+                    t.with_name(name)
+                }
+            })
+            .collect();
+        respond(&self.broker, &self.image, topics, version, &self.listener)
+    }
 }
 
 /// v13 names topics by id (KIP-516): resolves them once into the request's names; returns

@@ -189,6 +189,12 @@ impl Wire {
         Resp::decode(&mut buf, version).ok()
     }
 
+    /// The connection itself, for tests that keep several requests in flight and read the
+    /// responses their own way.
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
+    }
+
     pub fn send_raw(&mut self, bytes: &[u8]) {
         let _ = self.stream.write_all(bytes);
     }
