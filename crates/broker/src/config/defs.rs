@@ -111,6 +111,7 @@ pub(super) const DEFAULTS: &[Def] = &[
         "org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor",
     ),
     def("group.consumer.max.size", "2147483647"),
+    def("group.consumer.migration.policy", "bidirectional"),
     def("offset.metadata.max.bytes", "4096"),
     def("offsets.retention.minutes", "10080"),
     def("offsets.retention.check.interval.ms", "600000"),
