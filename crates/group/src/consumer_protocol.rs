@@ -112,22 +112,57 @@ pub fn decode_assignment(b: &[u8]) -> Result<TopicPartitions, CodecError> {
 
 /// Encodes an assignment in `version` (capped as when read; a negative one is written as 0)
 /// with null user data, as Kafka's `ConsumerProtocol.serializeAssignment` does for the
-/// assignments its coordinator computes. Names or lists too long for the int16 / int32
-/// lengths cannot occur (topic names are bounded by the metadata); they are truncated to
-/// what fits rather than panicking.
+/// assignments its coordinator computes. The topic names come from the metadata image (at
+/// most 249 bytes), so they fit the int16 lengths.
 pub fn encode_assignment(version: i16, partitions: &TopicPartitions) -> Bytes {
     let mut b = BytesMut::with_capacity(16 + partitions.len() * 32);
     b.put_i16(version.clamp(0, HIGHEST_VERSION));
+    put_topic_partitions(&mut b, partitions);
+    b.put_i32(-1);
+    b.freeze()
+}
+
+/// Encodes a subscription as a client writes it (`version` capped as when read), with null
+/// user data, owned partitions (v1+), generation -1 (v2+) and the rack (v3+). The broker never
+/// writes one; tests and tools do.
+pub fn encode_subscription(
+    version: i16,
+    topics: &[&str],
+    owned: &TopicPartitions,
+    rack_id: Option<&str>,
+) -> Bytes {
+    let version = version.clamp(0, HIGHEST_VERSION);
+    let mut b = BytesMut::with_capacity(32);
+    b.put_i16(version);
+    b.put_i32(i32::try_from(topics.len()).unwrap_or(i32::MAX));
+    for t in topics {
+        crate::codec::put_str(&mut b, t);
+    }
+    b.put_i32(-1);
+    if version >= 1 {
+        put_topic_partitions(&mut b, owned);
+    }
+    if version >= 2 {
+        b.put_i32(-1);
+    }
+    if version >= 3 {
+        match rack_id {
+            Some(r) => crate::codec::put_str(&mut b, r),
+            None => b.put_i16(-1),
+        }
+    }
+    b.freeze()
+}
+
+fn put_topic_partitions(b: &mut BytesMut, partitions: &TopicPartitions) {
     b.put_i32(i32::try_from(partitions.len()).unwrap_or(i32::MAX));
     for (topic, ps) in partitions {
-        crate::codec::put_str(&mut b, topic);
+        crate::codec::put_str(b, topic);
         b.put_i32(i32::try_from(ps.len()).unwrap_or(i32::MAX));
         for p in ps {
             b.put_i32(*p);
         }
     }
-    b.put_i32(-1);
-    b.freeze()
 }
 
 #[cfg(test)]
@@ -190,6 +225,23 @@ mod tests {
         fn decoders_never_panic(b in proptest::collection::vec(any::<u8>(), 0..96)) {
             let _ = decode_subscription(&b);
             let _ = decode_assignment(&b);
+        }
+
+        #[test]
+        fn subscriptions_round_trip(
+            version in 0i16..=3,
+            topics in proptest::collection::vec("[a-z]{1,5}", 0..4),
+            owned in proptest::collection::btree_map("[a-z]{1,5}", proptest::collection::btree_set(0i32..100, 0..6), 0..4),
+            rack in proptest::option::of("[a-z]{1,3}"),
+        ) {
+            let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+            let b = encode_subscription(version, &names, &owned, rack.as_deref());
+            let s = decode_subscription(&b).unwrap();
+            prop_assert_eq!(s.version, version);
+            prop_assert_eq!(s.topics, topics);
+            let want_owned = if version >= 1 { owned } else { TopicPartitions::new() };
+            prop_assert_eq!(s.owned_partitions, want_owned);
+            prop_assert_eq!(s.rack_id, if version >= 3 { rack } else { None });
         }
 
         #[test]

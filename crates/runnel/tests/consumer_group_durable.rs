@@ -2,8 +2,8 @@
 //! again on its data dir answers the members' next heartbeats at the epochs and with the
 //! assignments they had (their records are replayed from `__consumer_offsets`), instead of
 //! UNKNOWN_MEMBER_ID and a rejoin storm. Also the protocol rules around them: ListGroups v5
-//! (group types), OffsetFetch v9 (member epochs), and one group id never running both
-//! protocols at once.
+//! (group types), OffsetFetch v9 (member epochs), and the migration between the protocols (a
+//! classic member served by a consumer group, a refused upgrade).
 
 mod support;
 
@@ -156,7 +156,7 @@ fn a_restarted_coordinator_keeps_member_epochs_and_assignments() {
 }
 
 #[test]
-fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
+fn list_groups_v5_offset_fetch_v9_and_migration_on_the_wire() {
     let dir = tempfile::tempdir().unwrap();
     let broker = TestBroker::start(
         dir.path(),
@@ -223,14 +223,24 @@ fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
     assert_eq!(fetch(&mut wire, Some("stranger"), m.epoch), 25);
     assert_eq!(fetch(&mut wire, None, -1), 0, "an admin's fetch");
 
-    // One protocol per group id: a classic join to the consumer group, and a KIP-848
-    // heartbeat to the classic group, are refused as Kafka refuses them without migration.
+    // Migration: a classic join to the consumer group is served by it (Kafka does so
+    // whatever `group.consumer.migration.policy` says): the answer names no leader, carries
+    // the member's epoch as the generation and the protocol it listed. A KIP-848 heartbeat to
+    // the classic group cannot upgrade it (its member never synced, so it has no assignment
+    // to keep) and is refused as without migration.
     let r: JoinGroupResponse = wire.call(
         ApiKey::JoinGroup,
         3,
         &join.clone().with_group_id(GroupId(s("g"))),
     );
-    assert_eq!(r.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert!(!r.member_id.is_empty() && r.leader.is_empty(), "{r:?}");
+    assert_eq!(r.protocol_name.as_deref(), Some("range"));
+    assert!(r.generation_id > 0, "{r:?}");
     let r = Member::new("cg", "member-c-0000000001").heartbeat(&mut wire);
     assert_eq!(r.error_code, 69, "GROUP_ID_NOT_FOUND: {r:?}");
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("Group cg is not a consumer group")
+    );
 }

@@ -206,7 +206,7 @@ impl ConsumerGroups {
             &old,
             updated,
             replaced.as_deref(),
-            Some(&owned),
+            Some(owned.as_slice()),
             now_ms,
             topics,
         );
