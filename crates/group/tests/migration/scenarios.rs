@@ -28,6 +28,17 @@ fn classic_group(w: &mut World) -> Fleet {
     f
 }
 
+/// A first JoinGroup through MEMBER_ID_REQUIRED to the answer of its join phase.
+fn join_classic(w: &mut World, mut req: JoinRequest) -> JoinResponse {
+    let id = w.join(req.clone());
+    let r = w.take_join(id).expect("answered at once");
+    assert_eq!(r.error_code, 79, "{r:?}");
+    req.member_id = r.member_id;
+    let id = w.join(req);
+    w.tick(0);
+    w.take_join(id).expect("the join phase completed")
+}
+
 /// Where in the log the group's classic metadata was last written (`Some(true)`) or
 /// tombstoned (`Some(false)`), and the same for its consumer-group epoch record.
 fn last_writes(w: &World, group: &str) -> (Option<(usize, bool)>, Option<(usize, bool)>) {
@@ -273,9 +284,7 @@ fn upgrade_refusals() {
     let mut w = world(MigrationPolicy::Bidirectional);
     let mut req = ClassicClient::new("g", "a", &["t"], false).join_request();
     req.protocol_type = "connect".into();
-    let id = w.join(req);
-    w.tick(0);
-    assert_eq!(w.take_join(id).map(|r| r.error_code), Some(0));
+    assert_eq!(join_classic(&mut w, req).error_code, 0);
     let mut b = KipClient::new("g", "b", &["t"]);
     assert_eq!(b.poll(&mut w).error_code, 69);
 
@@ -300,13 +309,8 @@ fn upgrade_refusals() {
 
     // A member that joined but never synced has no assignment to keep.
     let mut w = world(MigrationPolicy::Bidirectional);
-    let id = w.join(ClassicClient::new("g", "a", &["t"], false).join_request());
-    let member = w.take_join(id).unwrap().member_id; // 79: here is your id
-    let mut req = ClassicClient::new("g", "a", &["t"], false).join_request();
-    req.member_id = member;
-    let id = w.join(req);
-    w.tick(0);
-    assert_eq!(w.take_join(id).map(|r| r.error_code), Some(0));
+    let req = ClassicClient::new("g", "a", &["t"], false).join_request();
+    assert_eq!(join_classic(&mut w, req).error_code, 0);
     let mut b = KipClient::new("g", "b", &["t"]);
     let r = b.poll(&mut w);
     assert_eq!(r.error_code, 69, "{r:?}");
