@@ -48,9 +48,9 @@ pub use api::{
 pub use codec::CodecError;
 pub use config::GroupConfig;
 pub use consumer_group::{
-    ClassicMemberMetadata, ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat,
-    ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, GroupTimeouts,
-    MigrationPolicy, TopicRegex, TopicsView,
+    ClassicMemberMetadata, ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups,
+    ConsumerHeartbeat, ConsumerHeartbeatResponse, ConsumerMemberDescription,
+    DescribedTopicPartitions, GroupTimeouts, MigrationPolicy, TopicRegex, TopicsView,
 };
 pub use coordinator::{FetchedOffset, GroupCoordinator, MemberIdGenerator, OffsetCommit};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;

@@ -275,9 +275,10 @@ fn classic_join(wire: &mut Wire, group: &str, member: &str) -> JoinGroupResponse
         .with_session_timeout_ms(30_000)
         .with_rebalance_timeout_ms(30_000)
         .with_protocol_type(s("consumer"))
-        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default()
-            .with_name(s("range"))
-            .with_metadata(bytes::Bytes::from_static(SUBSCRIPTION_T))]);
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+        )
+        .with_name(s("range"))
+        .with_metadata(bytes::Bytes::from_static(SUBSCRIPTION_T))]);
     wire.call(ApiKey::JoinGroup, 5, &req)
 }
 
@@ -344,8 +345,14 @@ fn a_restarted_coordinator_keeps_a_migrated_group_with_its_classic_member() {
     let r = k.heartbeat(&mut wire);
     assert_eq!(r.error_code, 0, "upgraded: {r:?}");
     let before = summary(&describe(&mut wire, "g"));
-    assert_eq!(before.2[&id].0, generation, "the classic generation is its epoch");
-    assert_eq!(before.2[&id].1.values().map(BTreeSet::len).sum::<usize>(), 4);
+    assert_eq!(
+        before.2[&id].0, generation,
+        "the classic generation is its epoch"
+    );
+    assert_eq!(
+        before.2[&id].1.values().map(BTreeSet::len).sum::<usize>(),
+        4
+    );
 
     broker.restart();
     wait_for_coordinator(&broker.addr, "g");

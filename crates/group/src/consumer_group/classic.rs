@@ -214,8 +214,7 @@ impl ConsumerGroups {
         next.join_deadline_ms = None;
         next.sync_deadline_ms =
             Some(now_ms.saturating_add(i64::from(next.rebalance_timeout_ms.max(0))));
-        next.session_deadline_ms =
-            now_ms.saturating_add(i64::from(req.session_timeout_ms.max(0)));
+        next.session_deadline_ms = now_ms.saturating_add(i64::from(req.session_timeout_ms.max(0)));
         let protocol_name = first_protocol(&next).map(|(n, _)| n.clone());
         let answer = JoinResponse {
             error_code: NONE,
@@ -297,7 +296,9 @@ impl ConsumerGroups {
     /// must join again to catch up (Kafka's three conditions: the group epoch moved past it,
     /// it has partitions to give back, or partitions it waited for are free now).
     pub fn classic_heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> i16 {
-        let code = self.classic_heartbeat_inner(now_ms, req).unwrap_or_else(|c| c);
+        let code = self
+            .classic_heartbeat_inner(now_ms, req)
+            .unwrap_or_else(|c| c);
         self.debug_check();
         code
     }
@@ -413,5 +414,73 @@ fn resolve_classic_member(
         }
         Some(e) if e.id != member_id => Err(FENCED_INSTANCE_ID),
         Some(e) => Ok((e.clone(), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn view() -> TopicsView {
+        TopicsView {
+            version: 1,
+            topics: [
+                ("a".to_string(), (Uuid::from_u128(1), 2)),
+                ("b".to_string(), (Uuid::from_u128(2), 3)),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    /// Topic names the metadata does not know (deleted topics) are dropped both ways, as
+    /// Kafka's conversions drop them; empty partition lists are not carried.
+    #[test]
+    fn names_and_ids_convert_and_drop_unknown_topics() {
+        let by_name: TopicPartitions = [
+            ("a".to_string(), BTreeSet::from([0, 1])),
+            ("gone".to_string(), BTreeSet::from([0])),
+            ("b".to_string(), BTreeSet::new()),
+        ]
+        .into_iter()
+        .collect();
+        let ids = to_ids(&by_name, &view());
+        assert_eq!(ids.len(), 1);
+        assert_eq!(ids[&Uuid::from_u128(1)], BTreeSet::from([0, 1]));
+        let mut with_unknown = ids.clone();
+        with_unknown.insert(Uuid::from_u128(9), BTreeSet::from([4]));
+        let back = to_names(&with_unknown, &view());
+        assert_eq!(back.keys().collect::<Vec<_>>(), vec!["a"]);
+    }
+
+    /// Kafka's `supportsClassicProtocols`: the consumer protocol type, and for a group with
+    /// classic members a protocol all of them list.
+    #[test]
+    fn classic_protocol_support() {
+        let p = |names: &[&str]| -> Vec<(String, bytes::Bytes)> {
+            names
+                .iter()
+                .map(|n| (n.to_string(), bytes::Bytes::new()))
+                .collect()
+        };
+        let mut g = ConsumerGroup::new("g");
+        assert!(supports_classic_protocols(&g, "consumer", &p(&["range"])));
+        assert!(!supports_classic_protocols(&g, "consumer", &p(&[])));
+        assert!(!supports_classic_protocols(&g, "connect", &p(&["range"])));
+        let mut m = Member::new("m".into());
+        m.classic = Some(ClassicMemberMetadata {
+            session_timeout_ms: 10_000,
+            protocols: p(&["range", "roundrobin"]),
+        });
+        g.put_member(m);
+        g.put_member(Member::new("k".into())); // a consumer-protocol member has no say
+        assert!(supports_classic_protocols(
+            &g,
+            "consumer",
+            &p(&["sticky", "roundrobin"])
+        ));
+        assert!(!supports_classic_protocols(&g, "consumer", &p(&["sticky"])));
     }
 }

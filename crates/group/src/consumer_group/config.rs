@@ -124,7 +124,11 @@ mod tests {
         ];
         for (raw, up, down) in table {
             let p = MigrationPolicy::parse(raw).unwrap();
-            assert_eq!((p.upgrade_enabled(), p.downgrade_enabled()), (up, down), "{raw}");
+            assert_eq!(
+                (p.upgrade_enabled(), p.downgrade_enabled()),
+                (up, down),
+                "{raw}"
+            );
         }
         assert_eq!(MigrationPolicy::parse("both"), None);
     }

@@ -24,7 +24,10 @@ impl ConsumerGroups {
             return;
         };
         if let Some(classic) = self.downgrade_of(g, member_id, topics) {
-            tracing::info!(group = group_id, "last consumer-protocol member left: back to a classic group");
+            tracing::info!(
+                group = group_id,
+                "last consumer-protocol member left: back to a classic group"
+            );
             self.groups.remove(group_id);
             self.downgrades.push(classic);
             return;
@@ -142,8 +145,7 @@ impl ConsumerGroups {
                 session_timeout_ms: c.session_timeout_ms,
                 protocols: c.protocols.clone(),
             });
-            m.session_deadline_ms =
-                now_ms.saturating_add(i64::from(c.session_timeout_ms.max(0)));
+            m.session_deadline_ms = now_ms.saturating_add(i64::from(c.session_timeout_ms.max(0)));
             g.target.insert(c.id.clone(), assigned);
             g.put_member(m);
         }

@@ -678,7 +678,9 @@ fn put_member_tags(b: &mut BytesMut, classic: Option<&ClassicMemberMetadata>) {
     put_uvarint(b, 0);
     put_uvarint(
         b,
-        u64::try_from(body.len()).unwrap_or(u64::MAX).saturating_add(1),
+        u64::try_from(body.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1),
     );
     put_uvarint(b, 1);
     b.put_slice(&body);

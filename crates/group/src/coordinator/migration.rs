@@ -128,8 +128,8 @@ impl GroupCoordinator {
         }
         let protocol = g.select_protocol().unwrap_or_default();
         for m in g.members.values_mut() {
-            let version = consumer_protocol::subscription_version(&m.metadata(&protocol))
-                .unwrap_or(0);
+            let version =
+                consumer_protocol::subscription_version(&m.metadata(&protocol)).unwrap_or(0);
             let partitions = assignments.remove(&m.id).unwrap_or_default();
             m.assignment = consumer_protocol::encode_assignment(version, &partitions);
         }

@@ -231,8 +231,10 @@ fn leader_assignment(
             owner.insert(tp, id.clone());
         }
     }
-    let mut out: BTreeMap<String, TopicPartitions> =
-        subs.keys().map(|id| (id.clone(), TopicPartitions::new())).collect();
+    let mut out: BTreeMap<String, TopicPartitions> = subs
+        .keys()
+        .map(|id| (id.clone(), TopicPartitions::new()))
+        .collect();
     let topics: BTreeSet<String> = subs.values().flat_map(|s| s.topics.clone()).collect();
     for topic in topics {
         let takers: Vec<&String> = subs

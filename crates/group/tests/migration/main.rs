@@ -48,7 +48,11 @@ impl Fleet {
             .iter()
             .map(|c| (c.client_id.clone(), c.owned.clone()))
             .collect();
-        out.extend(self.kip.iter().map(|k| (k.member_id.clone(), k.owned_tps(w))));
+        out.extend(
+            self.kip
+                .iter()
+                .map(|k| (k.member_id.clone(), k.owned_tps(w))),
+        );
         out
     }
 

@@ -76,10 +76,20 @@ fn upgrade_keeps_the_classic_assignment_then_shares_the_partitions() {
     f.check_exclusive(&w);
     assert!(w.consumer.contains("g") && !w.classic.has_members("g"));
     let d = w.consumer.describe(&["g".to_string()], &w.topics).remove(0);
-    let a = d.members.iter().find(|m| m.member_id == f.classic[0].member_id).unwrap();
-    assert_eq!(a.member_epoch, generation, "the classic generation is its epoch");
+    let a = d
+        .members
+        .iter()
+        .find(|m| m.member_id == f.classic[0].member_id)
+        .unwrap();
+    assert_eq!(
+        a.member_epoch, generation,
+        "the classic generation is its epoch"
+    );
     assert_eq!(a.assignment[0].partitions, vec![0, 1, 2, 3]);
-    assert!(d.group_epoch > generation, "the join bumped the group epoch");
+    assert!(
+        d.group_epoch > generation,
+        "the join bumped the group epoch"
+    );
     // The log: the classic metadata tombstoned first, then the consumer group.
     let (classic, consumer) = last_writes(&w, "g");
     let (ci, classic_live) = classic.unwrap();
@@ -114,7 +124,10 @@ fn a_migrated_group_survives_a_failover() {
     let joins = f.classic[0].last_join.clone();
     let epoch = f.kip[0].epoch;
     f.run(&mut w, 30);
-    assert_eq!(f.classic[0].last_join, joins, "the classic member did not rejoin");
+    assert_eq!(
+        f.classic[0].last_join, joins,
+        "the classic member did not rejoin"
+    );
     assert_eq!(f.kip[0].epoch, epoch);
     assert_eq!(f.owned_by(&w, "a"), 2);
     assert_eq!(f.owned_by(&w, "b"), 2);
@@ -136,7 +149,10 @@ fn downgrade_when_the_last_consumer_member_leaves() {
     let (classic, consumer) = last_writes(&w, "g");
     let (ci, classic_live) = classic.unwrap();
     let (ki, consumer_live) = consumer.unwrap();
-    assert!(classic_live && !consumer_live && ki < ci, "tombstones, then the classic record");
+    assert!(
+        classic_live && !consumer_live && ki < ci,
+        "tombstones, then the classic record"
+    );
     w.check_durable();
     f.kip.clear();
     f.run(&mut w, 50);
@@ -161,7 +177,10 @@ fn disabled_policy_refuses_the_upgrade() {
         f.kip.push(KipClient::new("g", "b", &["t"]));
         let r = f.kip[0].poll(&mut w);
         assert_eq!(r.error_code, 69, "{policy:?}");
-        assert_eq!(r.error_message.as_deref(), Some("Group g is not a consumer group"));
+        assert_eq!(
+            r.error_message.as_deref(),
+            Some("Group g is not a consumer group")
+        );
         assert!(!w.consumer.contains("g"));
         f.run(&mut w, 20);
         assert_eq!(f.owned_by(&w, "a"), 4);
@@ -182,7 +201,11 @@ fn classic_members_are_served_by_a_consumer_group_whatever_the_policy() {
         assert_eq!(f.owned_by(&w, "b"), 4);
         f.classic.push(ClassicClient::new("g", "a", &["t"], false));
         f.run(&mut w, 50);
-        assert_eq!((f.owned_by(&w, "a"), f.owned_by(&w, "b")), (2, 2), "{policy:?}");
+        assert_eq!(
+            (f.owned_by(&w, "a"), f.owned_by(&w, "b")),
+            (2, 2),
+            "{policy:?}"
+        );
         f.kip[0].leave(&mut w);
         f.kip.clear();
         assert!(w.consumer.has_members("g"), "{policy:?}: no downgrade");
@@ -238,8 +261,16 @@ fn offsets_are_checked_and_kept_across_the_conversions() {
     f.kip.push(KipClient::new("g", "b", &["t"]));
     f.kip[0].poll(&mut w);
     assert_eq!(w.committed("g", "t", 0), Some(5), "kept by the upgrade");
-    assert_eq!(commit(&mut w, generation, &a, 6), 0, "its epoch is its generation");
-    assert_eq!(commit(&mut w, generation + 7, &a, 7), 22, "ILLEGAL_GENERATION");
+    assert_eq!(
+        commit(&mut w, generation, &a, 6),
+        0,
+        "its epoch is its generation"
+    );
+    assert_eq!(
+        commit(&mut w, generation + 7, &a, 7),
+        22,
+        "ILLEGAL_GENERATION"
+    );
     let epoch = f.kip[0].epoch;
     assert_eq!(commit(&mut w, epoch + 1, "b", 8), 113, "STALE_MEMBER_EPOCH");
     f.run(&mut w, 50);
@@ -263,7 +294,10 @@ fn a_failed_append_reverts_the_upgrade_and_the_downgrade() {
     assert_eq!(w.log.len(), log);
     assert!(w.classic.has_members("g") && !w.consumer.contains("g"));
     f.classic[0].poll(&mut w);
-    assert_eq!(f.classic[0].last_heartbeat, 0, "the classic group is untouched");
+    assert_eq!(
+        f.classic[0].last_heartbeat, 0,
+        "the classic group is untouched"
+    );
     assert_eq!(f.kip[0].poll(&mut w).error_code, 0, "the retry upgrades");
     f.run(&mut w, 50);
 
@@ -401,7 +435,10 @@ fn classic_members_are_fenced_by_their_timeouts() {
     f2.run(&mut w2, 50);
     f2.kip.clear(); // "b" crashes
     f2.run(&mut w2, 500);
-    assert!(!w2.consumer.contains("g") && w2.classic.has_members("g"), "downgraded");
+    assert!(
+        !w2.consumer.contains("g") && w2.classic.has_members("g"),
+        "downgraded"
+    );
     assert_eq!(f2.owned_by(&w2, "a"), 4);
 }
 

@@ -170,8 +170,7 @@ impl World {
             self.collect(vec![Output::Join(id, answer)]);
         } else {
             // An empty consumer group gives way (the shell's `classic_join_allowed`).
-            if self.consumer.contains(&req.group_id) && !self.consumer.has_members(&req.group_id)
-            {
+            if self.consumer.contains(&req.group_id) && !self.consumer.has_members(&req.group_id) {
                 self.consumer.delete(&req.group_id);
                 let records = self.consumer.take_records();
                 self.log.extend(records);
@@ -259,10 +258,11 @@ impl World {
     /// stored as a simple commit; a classic group's by the classic rules.
     pub fn commit(&mut self, mut req: OffsetCommitRequest) -> i16 {
         if self.consumer.contains(&req.group_id) {
-            if let Err(code) =
-                self.consumer
-                    .is_member_epoch_valid(&req.group_id, &req.member_id, req.generation_id)
-            {
+            if let Err(code) = self.consumer.is_member_epoch_valid(
+                &req.group_id,
+                &req.member_id,
+                req.generation_id,
+            ) {
                 return code;
             }
             req.generation_id = -1;
@@ -331,7 +331,10 @@ impl World {
         assert_eq!(consumer.durable_view(), self.consumer.durable_view());
         for id in self.consumer.durable_view().keys() {
             if self.consumer.has_members(id) {
-                assert!(!classic.has_members(id), "{id}: both protocols after reload");
+                assert!(
+                    !classic.has_members(id),
+                    "{id}: both protocols after reload"
+                );
             }
         }
     }
