@@ -37,7 +37,7 @@ use crate::controller_shell::{Backend, ControllerShell};
 use crate::log_dir_failure::LogDirFailure;
 use crate::metadata_log::{FileMetadataLog, MetadataLog};
 use crate::partition::log_config;
-use crate::publisher::Publisher;
+use crate::publisher::{follow, Publisher};
 use crate::replica_manager::ReplicaManager;
 use crate::BrokerError;
 
@@ -135,7 +135,6 @@ async fn follow_dynamic_configs(
 /// committed, and a partial image would make real partitions look like strays.
 async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
-    cluster_id: String,
     publisher: Publisher,
     replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
@@ -145,20 +144,18 @@ async fn follow_quorum(
     let mut waiting_for_target = true;
     let mut caught_up = false;
     let mut reader = quorum.committed();
+    let mut delta = None;
     loop {
         tokio::select! {
             committed = reader.next() => {
                 let Some(committed) = committed else { return };
                 match committed {
-                    Committed::Image(snapshot) => {
-                        let mut next = (*snapshot).clone();
-                        next.cluster_id = cluster_id.clone();
-                        image = Arc::new(next);
-                    }
-                    Committed::Records(records) => match image.apply(&records) {
-                        Ok(next) => image = Arc::new(next),
+                    // The state machine's images carry the cluster id: shared as they are.
+                    Committed::Image(snapshot) => image = snapshot,
+                    Committed::Records(records, after) => match follow(&image, &records, after) {
+                        Ok((next, change)) => (image, delta) = (next, Some(change)),
                         Err(e) => {
-                            tracing::error!(error = %e, "committed metadata does not apply to the image");
+                            tracing::error!(error = %e, "committed metadata does not follow the image");
                             continue;
                         }
                     },
@@ -180,7 +177,7 @@ async fn follow_quorum(
             replicas.set_caught_up();
             caught_up = true;
         }
-        publisher.publish(image.clone());
+        publisher.publish_change(image.clone(), delta.take().as_ref());
     }
 }
 
@@ -487,7 +484,6 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
             tokio::spawn(follow_quorum(
                 quorum.clone(),
-                cluster_id.clone(),
                 publisher,
                 replicas.clone(),
                 image.clone(),
