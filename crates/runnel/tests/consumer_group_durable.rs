@@ -180,7 +180,10 @@ fn list_groups_v5_offset_fetch_v9_and_migration_on_the_wire() {
         .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
         )
         .with_name(s("range"))
-        .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]))]);
+        // ConsumerProtocolSubscription v0: no topics, null user data.
+        .with_metadata(bytes::Bytes::from_static(&[
+            0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+        ]))]);
     let r: JoinGroupResponse = wire.call(ApiKey::JoinGroup, 3, &join);
     assert_eq!(r.error_code, 0);
 
@@ -263,7 +266,7 @@ fn assigned_count(a: &[u8]) -> i32 {
     if a.len() < 12 {
         return 0;
     }
-    let name = i16::from_be_bytes([a[6], a[7]]) as usize;
+    let name = usize::from(u16::from_be_bytes([a[6], a[7]]));
     let at = 8 + name;
     i32::from_be_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]])
 }
