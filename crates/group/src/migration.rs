@@ -170,7 +170,7 @@ impl Shard<'_> {
         req: &JoinRequest,
         topics: &TopicsView,
     ) -> Step<JoinResponse> {
-        if let Err(refused) = self.classic.validate_join(req) {
+        if let Some(refused) = self.classic.refused_join(req) {
             return Step::of(refused);
         }
         let answer = self.consumer.classic_join(now_ms, req, topics);

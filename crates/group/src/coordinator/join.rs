@@ -64,7 +64,7 @@ impl GroupCoordinator {
                 req.rebalance_timeout_ms
             },
         };
-        if let Err(refused) = self.validate_join(req) {
+        if let Some(refused) = self.refused_join(req) {
             out.push(Output::Join(req_id, refused));
             return;
         }
@@ -124,21 +124,21 @@ impl GroupCoordinator {
     /// The checks every JoinGroup passes before any group looks at it, whichever protocol the
     /// group runs (Kafka's `GroupCoordinatorService.joinGroup`): a group id (24), strings that
     /// fit the records (42), a session timeout within `group.min/max.session.timeout.ms`
-    /// (26). `Err` is the answer.
-    pub fn validate_join(&self, req: &JoinRequest) -> Result<(), JoinResponse> {
+    /// (26). `Some` is the answer refusing it.
+    pub fn refused_join(&self, req: &JoinRequest) -> Option<JoinResponse> {
         if req.group_id.is_empty() {
-            return Err(JoinResponse::error(&req.member_id, INVALID_GROUP_ID));
+            return Some(JoinResponse::error(&req.member_id, INVALID_GROUP_ID));
         }
         if !strings_fit(req) {
-            return Err(JoinResponse::error("", INVALID_REQUEST));
+            return Some(JoinResponse::error("", INVALID_REQUEST));
         }
         let cfg = &self.config;
         if req.session_timeout_ms < cfg.min_session_timeout_ms
             || req.session_timeout_ms > cfg.max_session_timeout_ms
         {
-            return Err(JoinResponse::error(&req.member_id, INVALID_SESSION_TIMEOUT));
+            return Some(JoinResponse::error(&req.member_id, INVALID_SESSION_TIMEOUT));
         }
-        Ok(())
+        None
     }
 }
 

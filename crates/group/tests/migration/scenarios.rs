@@ -39,9 +39,13 @@ fn join_classic(w: &mut World, mut req: JoinRequest) -> JoinResponse {
     w.take_join(id).expect("the join phase completed")
 }
 
+/// The log index of a group's last record of one kind, and whether it was a value (`true`)
+/// or a tombstone.
+type LastWrite = Option<(usize, bool)>;
+
 /// Where in the log the group's classic metadata was last written (`Some(true)`) or
 /// tombstoned (`Some(false)`), and the same for its consumer-group epoch record.
-fn last_writes(w: &World, group: &str) -> (Option<(usize, bool)>, Option<(usize, bool)>) {
+fn last_writes(w: &World, group: &str) -> (LastWrite, LastWrite) {
     let mut classic = None;
     let mut consumer = None;
     for (i, r) in w.log.iter().enumerate() {
