@@ -17,6 +17,21 @@ record, until stdin closes or SIGTERM.
 final: read_committed reads of every partition from the log start until one reaches, on every
 partition, the high watermark (so no transaction is open); then {"final": [p, o, v]} per record
 of that read and {"done": true|false, "detail": "..."}.
+
+    ck_txn.py process BOOTSTRAP IN_TOPIC PARTITIONS ID OUT_TOPIC LAUNCH [FAULT]
+
+process: the consume-transform-produce loop of the exactly-once workload. A read_committed
+member of group faults-ctp (shared by every processor) consumes IN_TOPIC; per batch, one transaction
+(transactional.id faults-ctp-<ID>) writes `<input value>@<input offset>@<txn>` for every input to the
+same partition of OUT_TOPIC and commits the consumed offsets with send_offsets_to_transaction
+(TxnOffsetCommit, with the group's metadata, KIP-447). One JSON line per transaction:
+{"ctp": name, "inputs": [[p, o, v], ...], "offsets": [[p, next], ...], "outcome": ...,
+"latency": ms, "error": ...} with the outcomes of `produce`. After any failed transaction the
+consumer is rebuilt, so it starts again from the committed offsets. A fatal error (fenced by a
+newer instance with the same transactional.id, ...) ends the process (exit 3): the harness
+starts the next one. LAUNCH numbers the processes (`x<ID>.<LAUNCH>.<incarnation>-<n>`). FAULT
+`offsets-outside` is the self-test's deliberate bug: the offsets are committed outside the
+transaction, after it, and the process sometimes dies between the two.
 """
 
 import json
@@ -192,11 +207,143 @@ def final(deadline_s):
     emit({"done": False, "detail": detail})
 
 
+def ctp_consumer(ident):
+    return Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "faults-ctp",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1000,
+        "socket.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 1000,
+    })
+
+
+def ctp_producer(ident):
+    return Producer({
+        "bootstrap.servers": bootstrap,
+        "transactional.id": f"faults-ctp-{ident}",
+        "acks": "all",
+        "linger.ms": 5,
+        "transaction.timeout.ms": 20000,
+        "message.timeout.ms": 15000,
+        "request.timeout.ms": 5000,
+        "socket.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 1000,
+    })
+
+
+def ctp_transaction(p, c, name, batch, out_topic, fault, state):
+    """One transaction over `batch`, committing its consumed offsets in it. `state` gets
+    "offsets" ([[partition, next offset], ...]) and "commit_requested"; raises on failure."""
+    offsets = {}
+    for m in batch:
+        offsets[m.partition()] = max(offsets.get(m.partition(), 0), m.offset() + 1)
+    state["offsets"] = sorted(offsets.items())
+    tps = [TopicPartition(topic, q, o) for q, o in state["offsets"]]
+    p.begin_transaction()
+    for m in batch:
+        value = f"{m.value().decode(errors='replace')}@{m.offset()}@{name}"
+        p.produce(out_topic, value.encode(), partition=m.partition())
+    if fault != "offsets-outside":
+        p.send_offsets_to_transaction(tps, c.consumer_group_metadata(), 30)
+    state["commit_requested"] = True
+    for attempt in range(3):
+        try:
+            p.commit_transaction(30)
+            break
+        except KafkaException as e:
+            err = kafka_error(e)
+            if err is None or not err.retriable() or attempt == 2:
+                raise
+    if fault == "offsets-outside":
+        # The deliberate bug: the outputs are committed, the offsets not yet; a crash here
+        # makes the next process read these inputs again.
+        if random.random() < 0.2:
+            emit({"ctp": name, "inputs": state["inputs"], "offsets": state["offsets"],
+                  "outcome": "committed", "error": None, "latency": 0})
+            os._exit(9)
+        c.commit(offsets=tps, asynchronous=False)
+
+
+def ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter):
+    """Transactions over what `c` consumes until one fails or the run stops; returns whether
+    the failure was fatal (the producer is unusable)."""
+    while not stop.is_set():
+        batch = [m for m in c.consume(50, 0.5) if m.error() is None]
+        if not batch:
+            continue
+        name = f"x{ident}.{launch}.{incarnation}-{counter[0]}"
+        counter[0] += 1
+        state = {"offsets": [], "commit_requested": False,
+                 "inputs": [[m.partition(), m.offset(), m.value().decode(errors="replace")]
+                            for m in batch]}
+        started = time.monotonic()
+        error, fatal = None, False
+        try:
+            ctp_transaction(p, c, name, batch, out_topic, fault, state)
+        except (KafkaException, BufferError) as e:
+            error = str(e)
+            err = kafka_error(e) if isinstance(e, KafkaException) else None
+            fatal = err is not None and err.fatal()
+            if not fatal:
+                try:
+                    p.abort_transaction(30)
+                except KafkaException as e2:
+                    error += f"; abort: {e2}"
+                    fatal = True
+        # As for `produce`: "aborted" only if commit was never requested.
+        outcome = "committed" if error is None else (
+            "unknown" if state["commit_requested"] else "aborted")
+        emit({"ctp": name, "inputs": state["inputs"], "offsets": state["offsets"],
+              "outcome": outcome, "error": error,
+              "latency": int((time.monotonic() - started) * 1000)})
+        if error is not None:
+            return fatal
+    return False
+
+
+def process(ident, out_topic, launch, fault):
+    watch_stdin()
+    incarnation = 0
+    counter = [0]
+    while not stop.is_set():
+        p = ctp_producer(ident)
+        try:
+            p.init_transactions(30)
+        except KafkaException as e:
+            err = kafka_error(e)
+            emit({"info": f"x{ident}.{launch}.{incarnation}: init_transactions: {e}"})
+            if err is not None and err.fatal():
+                os._exit(3)
+            incarnation += 1
+            time.sleep(1)
+            continue
+        fatal = False
+        while not fatal and not stop.is_set():
+            c = ctp_consumer(ident)
+            c.subscribe([topic])
+            fatal = ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter)
+            # Rebuilt after a failure, so it starts from the committed offsets again.
+            try:
+                c.close()
+            except KafkaException:
+                pass
+        if fatal:
+            emit({"info": f"x{ident}.{launch}.{incarnation}: fatal error; this process ends"})
+            os._exit(3)
+        incarnation += 1
+
+
 if mode == "produce":
     produce(sys.argv[5], float(sys.argv[6]) / 1000.0, int(sys.argv[7]))
 elif mode == "follow":
     follow(sys.argv[5])
 elif mode == "final":
     final(float(sys.argv[5]))
+elif mode == "process":
+    process(sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8] if len(sys.argv) > 8 else None)
 else:
     sys.exit(f"unknown mode {mode}")

@@ -21,7 +21,7 @@ KAFKA_4X = {
     0: (3, 13),    # Produce
     1: (4, 17),    # Fetch
     2: (1, 10),    # ListOffsets
-    3: (1, 13),    # Metadata
+    3: (0, 13),    # Metadata (v0-3 deprecated, kept by 4.x)
     10: (0, 6),    # FindCoordinator
     11: (0, 9),    # JoinGroup
     13: (0, 5),    # LeaveGroup

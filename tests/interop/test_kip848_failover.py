@@ -5,10 +5,14 @@
 their epochs: no member is revoked or loses its partitions, and every record produced before
 and after the kill is read exactly once (the members commit after every poll round, and
 nothing is redelivered since no partition changes hands).
-The protocol-level twin is crates/runnel/tests/consumer_group_durable.rs.
+The Java KafkaConsumer (group.protocol=consumer, tests/java GroupFailoverScenarios) runs the
+same kill -9 scenario. The protocol-level twin is crates/runnel/tests/consumer_group_durable.rs.
 """
 
 from __future__ import annotations
+
+import subprocess
+import threading
 
 import pytest
 from confluent_kafka import Consumer, KafkaError
@@ -19,6 +23,7 @@ from clients import ck_conf, ck_produce, unique_topic
 from cluster import Cluster, partition_states
 from conftest import _use
 from harness import wait_until
+from java_client import java_classpath
 
 PARTITIONS = 4
 OVERRIDES = {
@@ -67,29 +72,52 @@ class Member:
         return sorted(tp.partition for tp in self.c.assignment())
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path, request):
+def _new_cluster(tmp_path, request):
     cluster = Cluster(tmp_path / "cluster", 3, OVERRIDES)
     for node in cluster.nodes.values():
         _use(request, node)
+    return cluster
+
+
+def _start_with_topic(cluster):
+    """Starts the 3 nodes; a topic of PARTITIONS partitions, 3 replicas, a full ISR everywhere."""
+    cluster.start()
+    adm = ck_admin(cluster.bootstrap)
+    cluster.wait_all_brokers(adm)
+    topic = unique_topic("kip848-failover")
+    fs = adm.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=3,
+                                     config={"min.insync.replicas": "2"})],
+                           operation_timeout=10, request_timeout=15)
+    fs[topic].result(timeout=15)
+    wait_until(lambda: (s := partition_states(adm, topic)) and len(s) == PARTITIONS and all(
+        leader > 0 and isr == [1, 2, 3] for leader, _, isr in s.values()), WAIT,
+        desc="a leader and a full ISR for every partition")
+    return adm, topic
+
+
+def _produce(cluster, topic, start, n):
+    return ck_produce(cluster.bootstrap, topic,
+                      [(f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + n)],
+                      partition=[i % PARTITIONS for i in range(n)])
+
+
+def _described_elsewhere(adm, group, victim):
+    """The group as a coordinator other than `victim` describes it, or None."""
+    try:
+        d = adm.describe_consumer_groups([group])[group].result(timeout=10)
+    except Exception:  # noqa: BLE001 - the coordinator may still be moving
+        return None
+    return d if d.coordinator.id != victim else None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path, request):
+    cluster = _new_cluster(tmp_path, request)
     members = []
     try:
-        cluster.start()
-        adm = ck_admin(cluster.bootstrap)
-        cluster.wait_all_brokers(adm)
-        topic = unique_topic("kip848-failover")
-        fs = adm.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=3,
-                                         config={"min.insync.replicas": "2"})],
-                               operation_timeout=10, request_timeout=15)
-        fs[topic].result(timeout=15)
-        wait_until(lambda: (s := partition_states(adm, topic)) and len(s) == PARTITIONS and all(
-            leader > 0 and isr == [1, 2, 3] for leader, _, isr in s.values()), WAIT,
-            desc="a leader and a full ISR for every partition")
-
-        first = ck_produce(cluster.bootstrap, topic,
-                           [(f"k{i}".encode(), f"v{i}".encode()) for i in range(400)],
-                           partition=[i % PARTITIONS for i in range(400)])
+        adm, topic = _start_with_topic(cluster)
+        first = _produce(cluster, topic, 0, 400)
         group = unique_topic("g848-failover")
         members = [Member(cluster.bootstrap, group, topic) for _ in range(2)]
         expected = {(p, o) for (_, _, p, o) in first.acked}
@@ -110,9 +138,7 @@ def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path
         assert sorted(len(mm.assignment.topic_partitions) for mm in described.members) == [2, 2]
         cluster.kill9(victim)
 
-        second = ck_produce(cluster.bootstrap, topic,
-                            [(f"k{i}".encode(), f"v{i}".encode()) for i in range(400, 800)],
-                            partition=[i % PARTITIONS for i in range(400)])
+        second = _produce(cluster, topic, 400, 400)
         expected |= {(p, o) for (_, _, p, o) in second.acked}
 
         def all_read():
@@ -123,14 +149,8 @@ def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path
         wait_until(all_read, WAIT, interval=0.01, desc="every record read after the kill")
 
         # The new coordinator has the group: same members, same partitions.
-        def described_elsewhere():
-            try:
-                d = adm.describe_consumer_groups([group])[group].result(timeout=10)
-            except Exception:  # noqa: BLE001 - the coordinator may still be moving
-                return None
-            return d if d.coordinator.id != victim else None
-
-        d = wait_until(described_elsewhere, WAIT, desc="the group on a new coordinator")
+        d = wait_until(lambda: _described_elsewhere(adm, group, victim), WAIT,
+                       desc="the group on a new coordinator")
         assert len(d.members) == 2, d
         # Keep polling for ~10 s (two heartbeat intervals) on the new coordinator: still
         # nobody rebalances.
@@ -149,4 +169,72 @@ def test_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path
                 m.c.close()
             except Exception:  # noqa: BLE001
                 pass
+        cluster.kill_all()
+
+
+class _JavaGroup(threading.Thread):
+    """The Java scenario's process; `lines` collects its stdout as it comes."""
+
+    def __init__(self, cmd, stderr_path):
+        super().__init__(daemon=True)
+        # stderr to a file: a pipe nobody reads until the end could fill and stall the JVM.
+        self.stderr_path = stderr_path
+        with open(stderr_path, "w") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=err, text=True)
+        self.lines = []
+        self.start()
+
+    def run(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip())
+
+    def wait_line(self, prefix):
+        wait_until(lambda: any(l.startswith(prefix) for l in self.lines)
+                   or self.proc.poll() is not None, WAIT + 30, interval=0.05,
+                   desc=f"the Java group's '{prefix}' line")
+        assert any(l.startswith(prefix) for l in self.lines), self.report()
+
+    def report(self):
+        err = self.stderr_path.read_text()
+        return "--- stdout ---\n" + "\n".join(self.lines) + "\n--- stderr ---\n" + err[-6000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_java_consumer_group_keeps_its_assignment_across_a_coordinator_kill9(tmp_path, request):
+    """The Java KafkaConsumer with group.protocol=consumer, same scenario: the scenario checks
+    no rebalance callback (assigned, revoked or lost), unchanged partitions and every record
+    read exactly once; the test kills the coordinator and checks the group moved."""
+    cluster = _new_cluster(tmp_path, request)
+    java = None
+    try:
+        adm, topic = _start_with_topic(cluster)
+        _produce(cluster, topic, 0, 400)
+        group = unique_topic("g848-java-failover")
+        resume, check = tmp_path / "resume", tmp_path / "check"
+        java = _JavaGroup(["java", "-cp", java_classpath(), "runnel.interop.Main",
+                           "consumer-protocol-coordinator-kill", cluster.bootstrap, "3",
+                           f"topic={topic}", f"group={group}", f"partitions={PARTITIONS}",
+                           f"resume_file={resume}", f"check_file={check}"],
+                          tmp_path / "java.stderr")
+        java.wait_line("stable ")
+        described = adm.describe_consumer_groups([group])[group].result(timeout=15)
+        victim = described.coordinator.id
+        assert sorted(len(m.assignment.topic_partitions) for m in described.members) == [2, 2]
+        cluster.kill9(victim)
+        _produce(cluster, topic, 400, 400)
+        resume.touch()
+        java.wait_line("caught-up ")
+        d = wait_until(lambda: _described_elsewhere(adm, group, victim), WAIT,
+                       desc="the group on a new coordinator")
+        assert sorted(len(m.assignment.topic_partitions) for m in d.members) == [2, 2], d
+        check.touch()
+        java.proc.wait(timeout=WAIT + 30)
+        java.join(timeout=10)
+        assert java.proc.returncode == 0 and "PASS consumer-protocol-coordinator-kill" in java.lines, \
+            java.report()
+    finally:
+        if java and java.proc.poll() is None:
+            java.proc.kill()
         cluster.kill_all()

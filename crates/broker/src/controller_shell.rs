@@ -600,7 +600,13 @@ impl ControllerShell {
         };
         let answer = Box::new(Answer::<O> { response, reply });
         if records.is_empty() {
-            return answer.release();
+            // Decided on the speculative image: the answer waits for what it read to commit
+            // (Kafka's read-only write events wait for the highest pending offset); at once
+            // only if nothing is in flight.
+            if let Some(answer) = self.pipeline.wait_for_appended(answer) {
+                answer.release();
+            }
+            return;
         }
         let stall = self
             .stall_create_topics

@@ -414,3 +414,42 @@ async fn a_failed_append_reverts_to_the_committed_image() {
         Ok((vec![1, 2], 1))
     );
 }
+
+/// Caught by the replication simulation's pipelined controller: an operation that changed
+/// nothing was answered at once, although what it read was still in flight, so a broker
+/// could act on a decision that was then reverted (an AlterPartition "the ISR already is
+/// [1, 2]" before the shrink to [1, 2] committed; a controlled shutdown told it may stop
+/// before its leaderships moved). Now such an answer waits for the newest batch in flight
+/// and fails with it.
+#[tokio::test]
+async fn an_answer_that_read_uncommitted_state_waits_for_it_and_fails_with_it() {
+    let (quorum, handle) = start();
+    assert_eq!(
+        run_committed(&quorum, &handle, heartbeat(1)).await,
+        Ok(false)
+    );
+    let base = quorum.appended();
+    let h = handle.clone();
+    let shrink = tokio::spawn(async move { h.run(shrink_isr(0)).await });
+    until("the shrink appended", || quorum.appended() > base).await;
+    // The same ISR at the speculative partition epoch: nothing to append.
+    let h = handle.clone();
+    let again = tokio::spawn(async move { h.run(shrink_isr(1)).await });
+    // Something queued after it appends, so it has been decided.
+    let h = handle.clone();
+    let later = tokio::spawn(async move { h.run(create("later", 1)).await });
+    until("the later batch appended", || quorum.appended() > base + 1).await;
+    quorum.lose_leadership();
+    for answer in [shrink.await.unwrap(), again.await.unwrap()] {
+        assert_eq!(answer.unwrap_err().code, codes::NOT_CONTROLLER);
+    }
+    let later = later.await.unwrap().unwrap();
+    assert_eq!(
+        later[0].result.as_ref().unwrap_err().code,
+        codes::NOT_CONTROLLER
+    );
+    assert_eq!(
+        quorum.committed().partition("t0", 0).unwrap().isr,
+        vec![1, 2, 3]
+    );
+}

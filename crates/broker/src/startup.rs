@@ -244,6 +244,54 @@ async fn register_in_cluster(
     }
 }
 
+/// Blocks until this node's image shows the registration `broker_epoch` unfenced, as Kafka's
+/// `BrokerServer` waits for "the broker to be unfenced" before it enables request processing.
+/// Until then the image lists no live broker, so a Metadata answer would name no controller
+/// (-1), and librdkafka's admin client waits for a broker state change that never comes
+/// (a CreateTopics right after startup timed out "waiting for controller" in CI).
+async fn wait_until_unfenced(
+    mut image: watch::Receiver<Arc<MetadataImage>>,
+    node_id: i32,
+    broker_epoch: i64,
+) {
+    let unfenced = |image: &MetadataImage| {
+        image
+            .brokers
+            .get(&node_id)
+            .is_some_and(|b| !b.fenced && b.epoch >= broker_epoch)
+    };
+    let started = tokio::time::Instant::now();
+    let mut warned = false;
+    while !unfenced(&image.borrow_and_update()) {
+        let waited = tokio::time::timeout(Duration::from_secs(10), image.changed()).await;
+        match waited {
+            Ok(Ok(())) => {}
+            // The publisher is gone: the node is shutting down, nothing left to wait for.
+            Ok(Err(_)) => return,
+            Err(_) if !warned => {
+                tracing::warn!(
+                    node_id,
+                    broker_epoch,
+                    "still waiting for the controller to unfence this broker"
+                );
+                warned = true;
+            }
+            Err(_) => {}
+        }
+    }
+    tracing::info!(
+        node_id,
+        broker_epoch,
+        waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "the controller unfenced this broker"
+    );
+}
+
+/// While fenced, heartbeats go out this often (the controller unfences on the first heartbeat
+/// whose metadata offset reached the registration), so a starting broker waits a fraction
+/// of `broker.heartbeat.interval.ms` for it.
+const FENCED_HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
+
 /// Keeps this broker's session alive at the active controller; re-registers if the controller
 /// no longer knows it (e.g. after it was fenced and unregistered, or a controller restart).
 async fn heartbeat_loop(
@@ -253,10 +301,19 @@ async fn heartbeat_loop(
     image: watch::Receiver<Arc<MetadataImage>>,
     every: Duration,
 ) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first heartbeat goes out at once; the controller answers whether we are still fenced.
+    let mut fenced = false;
+    let mut first = true;
     loop {
-        tick.tick().await;
+        if !first {
+            let pause = if fenced {
+                FENCED_HEARTBEAT_EVERY.min(every)
+            } else {
+                every
+            };
+            tokio::time::sleep(pause).await;
+        }
+        first = false;
         let offset = image.borrow().offset;
         let heartbeat = runnel_metadata::controller::BrokerHeartbeat {
             broker_id: registration.broker_id,
@@ -264,7 +321,7 @@ async fn heartbeat_loop(
             metadata_offset: offset,
         };
         match client.run_within(heartbeat, every).await {
-            Ok(_) => {}
+            Ok(still_fenced) => fenced = still_fenced,
             // 102: the controller no longer knows us. 77 (STALE_BROKER_EPOCH): it holds a later
             // registration of this node id than the epoch we kept, which may be our own
             // incarnation's: register again. The controller decides whose the id is: another
@@ -273,7 +330,10 @@ async fn heartbeat_loop(
             // "Expected broker epoch 7 for broker 2, got 0", docs/faults.md case 5).
             Err(e) if e.code == 102 || e.code == 77 => {
                 match client.run_within(registration.clone(), every).await {
-                    Ok(epoch) => broker_epoch = epoch,
+                    Ok(epoch) => {
+                        broker_epoch = epoch;
+                        fenced = true;
+                    }
                     Err(e) => tracing::warn!(error = %e.message, "re-registration failed"),
                 }
             }
@@ -530,6 +590,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
                     image_rx.clone(),
                     heartbeat_every,
                 )));
+                wait_until_unfenced(image_rx.clone(), config.node_id, broker_epoch).await;
             }
             (cluster_id, image_rx, client, Some(quorum))
         }

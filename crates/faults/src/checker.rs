@@ -30,6 +30,8 @@ pub struct Report {
     pub final_read_complete: bool,
     /// The transactional workload's verdict (`txn_checker`), when it ran.
     pub txn: Option<crate::txn_checker::TxnReport>,
+    /// The consume-transform-produce workload's verdict (`ctp_checker`), when it ran.
+    pub ctp: Option<crate::ctp_checker::CtpReport>,
 }
 
 impl Report {
@@ -44,12 +46,18 @@ impl Report {
                 .txn
                 .as_ref()
                 .map_or(0, crate::txn_checker::TxnReport::safety_violations)
+            + self
+                .ctp
+                .as_ref()
+                .map_or(0, crate::ctp_checker::CtpReport::safety_violations)
     }
 
-    /// Whether every final read (the queue's, and the transactional one's if it ran) reached
-    /// the end of every partition.
+    /// Whether every final read (the queue's, and the transactional ones' if they ran)
+    /// reached the end of every partition.
     pub fn complete(&self) -> bool {
-        self.final_read_complete && self.txn.as_ref().is_none_or(|t| t.final_read_complete)
+        self.final_read_complete
+            && self.txn.as_ref().is_none_or(|t| t.final_read_complete)
+            && self.ctp.as_ref().is_none_or(|c| c.final_read_complete)
     }
 
     /// The one summary line every run ends with.
@@ -169,6 +177,7 @@ pub fn check(events: &[Event]) -> Report {
     report.unavailable_ms = total;
     report.longest_unavailable_ms = longest;
     report.txn = crate::txn_checker::check(events);
+    report.ctp = crate::ctp_checker::check(events);
     report
 }
 
@@ -199,8 +208,8 @@ fn reordered(final_read: &BTreeMap<i32, Vec<(i64, String)>>) -> Vec<(i32, String
 fn regressions(events: &[Event]) -> Vec<(i32, i64, i64)> {
     // (completion time, partition, offset) of every commit and fetch that set a floor, and
     // (invocation time, partition, offset) of every fetch; swept together in time order.
-    let mut floors: Vec<(u64, i32, i64)> = Vec::new();
-    let mut fetches: Vec<(u64, i32, i64)> = Vec::new();
+    let mut floors = Vec::new();
+    let mut fetches = Vec::new();
     for e in events {
         match e {
             Event::Commit {
@@ -222,6 +231,16 @@ fn regressions(events: &[Event]) -> Vec<(i32, i64, i64)> {
             _ => {}
         }
     }
+    offset_regressions(floors, fetches)
+}
+
+/// The regression rule over `floors` ((completion time, partition, offset) of every commit or
+/// fetch that proved an offset committed) and `fetches` ((invocation time, partition, offset)):
+/// a fetch below a floor set before it was invoked. Out: (partition, floor, seen) once each.
+pub(crate) fn offset_regressions(
+    mut floors: Vec<(u64, i32, i64)>,
+    mut fetches: Vec<(u64, i32, i64)>,
+) -> Vec<(i32, i64, i64)> {
     floors.sort_unstable();
     fetches.sort_unstable();
     let mut floor: HashMap<i32, i64> = HashMap::new();

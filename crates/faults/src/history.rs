@@ -95,6 +95,58 @@ pub enum Event {
     },
     /// Whether that read reached every partition's high watermark (no transaction open).
     TxnFinalReadDone { complete: bool, detail: String },
+    /// An input record of the consume-transform-produce workload (`ctp_workload.rs`): one
+    /// produced value, as `Produce` but of the input topic.
+    CtpInput {
+        t: u64,
+        latency: u64,
+        producer: String,
+        partition: i32,
+        value: String,
+        outcome: Outcome,
+    },
+    /// One transaction of the processor, completed at `t + latency`: the input records it
+    /// consumed (partition, offset, value), the offsets it committed with the transaction
+    /// (partition, next offset to read) and its outcome, as for `Txn`.
+    CtpTxn {
+        t: u64,
+        latency: u64,
+        txn: String,
+        inputs: Vec<(i32, i64, String)>,
+        offsets: Vec<(i32, i64)>,
+        outcome: String,
+        error: Option<String>,
+    },
+    /// An output record a read_committed consumer read while the run went on.
+    CtpRead {
+        t: u64,
+        partition: i32,
+        offset: i64,
+        value: String,
+    },
+    /// A record of the final read_committed read of the output topic.
+    CtpFinalRead {
+        partition: i32,
+        offset: i64,
+        value: String,
+    },
+    /// Whether that read reached every partition's high watermark, after the processor had
+    /// consumed every input (`caught_up`: its committed offsets reached the input's end).
+    CtpFinalReadDone {
+        complete: bool,
+        caught_up: bool,
+        detail: String,
+    },
+    /// The processor group's committed offset of an input partition, fetched (invoked at `t`).
+    CtpCommittedSeen {
+        t: u64,
+        latency: u64,
+        partition: i32,
+        offset: i64,
+    },
+    /// The processor's harness: `action` is `start`, `kill -9`, `pause` (a zombie: a new
+    /// process takes over while it is stopped), `resume` or `exited`, of process `launch`.
+    CtpProcess { t: u64, action: String, launch: u32 },
     /// Something a person should know (a node that exited on its own, a producer restart).
     Info { t: u64, message: String },
 }

@@ -3,6 +3,8 @@
 
 mod checker;
 mod cluster;
+mod ctp_checker;
+mod ctp_workload;
 mod disk;
 mod executor;
 mod history;
@@ -69,6 +71,11 @@ struct Args {
     /// read_committed follower, on their own topic.
     #[arg(long, default_value_t = 2)]
     txn_producers: usize,
+    /// How many consume-transform-produce processors run (with --python; 0: none): exactly
+    /// once from `faults-ctp-in` to `faults-ctp-out` with the offsets in the transaction,
+    /// killed -9 and made zombies with the kill and pause nemeses.
+    #[arg(long, default_value_t = 1)]
+    ctp_processors: usize,
     /// The runnel binary.
     #[arg(long, env = "RUNNEL_BIN")]
     bin: PathBuf,
@@ -189,6 +196,7 @@ fn options(
         python: args.python.clone(),
         ck_producers: args.ck_producers,
         txn_producers: args.txn_producers,
+        ctp_processors: args.ctp_processors,
     }
 }
 
@@ -217,17 +225,36 @@ fn cleanup(dir: &std::path::Path, nodes: i32) {
 
 fn self_test(args: &Args, _families: &[Family]) -> anyhow::Result<ExitCode> {
     let mut all_caught = true;
-    for (scenario, label) in [
+    let mut scenarios = vec![
         (Scenario::Unclean, "selftest-unclean"),
         (Scenario::DropAcked, "selftest-drop-acked"),
-    ] {
+    ];
+    if args.python.is_some() {
+        scenarios.push((Scenario::CtpOffsetsOutside, "selftest-ctp-offsets-outside"));
+    } else {
+        println!(
+            "self-test selftest-ctp-offsets-outside: skipped (needs --python with confluent-kafka)"
+        );
+    }
+    for (scenario, label) in scenarios {
         let mut opts = options(args, &[], args.seed.unwrap_or(1), scenario, label);
         opts.nodes = 3;
         opts.broker_only = 0;
+        if scenario == Scenario::CtpOffsetsOutside {
+            opts.time_s = 40;
+            opts.ctp_processors = 1;
+        }
         let out = run::run(&opts)?;
         print!("{}", run::render_report(&out.report));
         println!("{}", out.report.summary_line());
-        let caught = !out.report.lost.is_empty() || !out.report.divergent.is_empty();
+        let caught = match scenario {
+            Scenario::CtpOffsetsOutside => out
+                .report
+                .ctp
+                .as_ref()
+                .is_some_and(|c| !c.duplicated.is_empty()),
+            _ => !out.report.lost.is_empty() || !out.report.divergent.is_empty(),
+        };
         println!(
             "self-test {label}: {} ({})",
             if caught { "CAUGHT" } else { "NOT CAUGHT" },

@@ -12,12 +12,13 @@ use runnel_client::Admin;
 
 use crate::checker::{self, Report};
 use crate::cluster::Cluster;
+use crate::ctp_workload::{self, Processor, CTP_GROUP, CTP_IN, CTP_OUT};
 use crate::executor::Executor;
 use crate::history::{Event, Outcome, Recorder};
 use crate::nemesis::{self, Family};
 use crate::proxy::{self, Network};
-use crate::txn_workload::{self, TXN_TOPIC};
-use crate::workload::{self, Setup};
+use crate::txn_workload::{self, Reads, TXN_TOPIC};
+use crate::workload::{self, Setup, Stream};
 
 pub const TOPIC: &str = "faults";
 
@@ -32,6 +33,9 @@ pub enum Scenario {
     /// Self-test: every replica of partition 0 loses its last batches at once (kill -9 of all
     /// nodes, the tail of the log cut, restart): acknowledged writes vanish.
     DropAcked,
+    /// Self-test: the consume-transform-produce processor commits its offsets outside the
+    /// transaction, after it, and sometimes dies in between: inputs are processed twice.
+    CtpOffsetsOutside,
 }
 
 #[derive(Debug, Clone)]
@@ -54,6 +58,8 @@ pub struct Options {
     pub ck_producers: usize,
     /// With `python`: that many transactional producers and a read_committed follower.
     pub txn_producers: usize,
+    /// With `python`: that many consume-transform-produce processors (0: no such workload).
+    pub ctp_processors: usize,
 }
 
 pub struct Outcomes {
@@ -200,6 +206,22 @@ fn run_mounted(
             opts.txn_producers
         ));
     }
+    let ctp_python = opts.python.clone().filter(|_| {
+        opts.ctp_processors > 0
+            && matches!(
+                opts.scenario,
+                Scenario::Random | Scenario::CtpOffsetsOutside
+            )
+    });
+    if ctp_python.is_some() {
+        for topic in [CTP_IN, CTP_OUT] {
+            rt.block_on(create_topic(&bootstrap, topic, opts.scenario, partitions))?;
+        }
+        rec.info(format!(
+            "topics {CTP_IN} -> {CTP_OUT}: {partitions} partitions each, RF 3; {} processors",
+            opts.ctp_processors
+        ));
+    }
     let cluster = Arc::new(Mutex::new(cluster));
     let stop = Arc::new(AtomicBool::new(false));
     let setup = Setup {
@@ -208,6 +230,7 @@ fn run_mounted(
         partitions,
         rec: rec.clone(),
         stop: stop.clone(),
+        stream: Stream::Queue,
     };
     let mut tasks = Vec::new();
     for id in 0..opts.producers {
@@ -244,9 +267,17 @@ fn run_mounted(
                 opts.seed,
             )));
         }
-        tasks.push(rt.spawn(txn_workload::follow(txn_setup.clone(), 0, python.clone())));
+        tasks.push(rt.spawn(txn_workload::follow(
+            txn_setup.clone(),
+            0,
+            python.clone(),
+            Reads::Txn,
+        )));
     }
-    tasks.push(rt.spawn(workload::watch_offsets(setup.clone())));
+    tasks.push(rt.spawn(workload::watch_offsets(setup.clone(), workload::GROUP)));
+    let ctp = ctp_python
+        .as_ref()
+        .map(|python| start_ctp(opts, rt, &setup, python, &mut tasks));
     let executor = Executor {
         cluster: cluster.clone(),
         rec: rec.clone(),
@@ -265,6 +296,7 @@ fn run_mounted(
         }
         Scenario::Unclean => crate::selftest::unclean(&executor)?,
         Scenario::DropAcked => crate::selftest::drop_acked(&executor, partitions)?,
+        Scenario::CtpOffsetsOutside => sleep_until(rec, duration_ms),
     }
     executor.heal_all();
     rec.info("every fault healed; waiting for acknowledgments on every partition");
@@ -279,18 +311,90 @@ fn run_mounted(
             let _ = tokio::time::timeout(Duration::from_secs(60), t).await;
         }
     });
-    rec.info("workload stopped; final read from every partition's log start");
-    rt.block_on(workload::final_read(&setup, Duration::from_secs(90)));
-    if let Some(python) = &txn_python {
-        rec.info("final read_committed read of the transactional topic");
-        rt.block_on(txn_workload::final_read(
-            &txn_setup,
-            python,
-            Duration::from_secs(90),
-        ));
-    }
+    rec.info("workload stopped; final reads (queue, transactions, consume-transform-produce)");
+    let within = Duration::from_secs(90);
+    rt.block_on(async {
+        let txn = async {
+            if let Some(python) = &txn_python {
+                txn_workload::final_read(&txn_setup, python, within, Reads::Txn, true).await;
+            }
+        };
+        let ctp = async {
+            if let (Some(c), Some(python)) = (ctp, &ctp_python) {
+                ctp_workload::finish(&c.input, &c.output, python, c.tasks).await;
+            }
+        };
+        tokio::join!(workload::final_read(&setup, within), txn, ctp);
+    });
     cluster.lock().unwrap_or_else(|p| p.into_inner()).stop_all();
     Ok(())
+}
+
+/// The consume-transform-produce workload while it runs: the setups of its input and output
+/// topics and the tasks that stop with the output's flag (processors, follower, watcher).
+struct CtpRun {
+    input: Setup,
+    output: Setup,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts the consume-transform-produce workload: an input producer (into `tasks`: it stops
+/// with the other producers), the processors with their seeded faults, a read_committed
+/// follower of the output and a watcher of the group's committed offsets.
+fn start_ctp(
+    opts: &Options,
+    rt: &tokio::runtime::Runtime,
+    setup: &Setup,
+    python: &Path,
+    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
+) -> CtpRun {
+    let input = Setup {
+        topic: CTP_IN.into(),
+        stream: Stream::CtpInput,
+        ..setup.clone()
+    };
+    let pace = Duration::from_millis((opts.pace_ms * 3).max(30));
+    tasks.push(rt.spawn(workload::produce(input.clone(), 0, pace)));
+    let output = Setup {
+        topic: CTP_OUT.into(),
+        stop: Arc::new(AtomicBool::new(false)),
+        ..setup.clone()
+    };
+    let processor_input = Setup {
+        stop: output.stop.clone(),
+        ..input.clone()
+    };
+    let (kill, pause) = match opts.scenario {
+        Scenario::Random => (
+            opts.families.contains(&Family::Kill),
+            opts.families.contains(&Family::Pause),
+        ),
+        _ => (false, false),
+    };
+    let fault = (opts.scenario == Scenario::CtpOffsetsOutside).then(|| "offsets-outside".into());
+    let mut ctp_tasks = Vec::new();
+    for id in 0..opts.ctp_processors {
+        let steps = ctp_workload::plan(opts.seed, id, kill, pause, opts.time_s * 1000);
+        let p = Processor {
+            setup: processor_input.clone(),
+            python: python.to_path_buf(),
+            id,
+            fault: fault.clone(),
+        };
+        ctp_tasks.push(rt.spawn(ctp_workload::supervise(p, steps)));
+    }
+    ctp_tasks.push(rt.spawn(txn_workload::follow(
+        output.clone(),
+        1,
+        python.to_path_buf(),
+        Reads::CtpOutput,
+    )));
+    ctp_tasks.push(rt.spawn(workload::watch_offsets(processor_input, CTP_GROUP)));
+    CtpRun {
+        input,
+        output,
+        tasks: ctp_tasks,
+    }
 }
 
 fn sleep_until(rec: &Recorder, t_ms: u64) {
@@ -482,7 +586,49 @@ pub fn render_report(r: &Report) -> String {
                 .collect(),
         );
     }
+    if let Some(c) = &r.ctp {
+        render_ctp(&mut s, c);
+    }
     s
+}
+
+fn render_ctp(s: &mut String, c: &crate::ctp_checker::CtpReport) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        s,
+        "consume-transform-produce: final read_committed read after catching up: {}",
+        c.final_read_complete
+    );
+    let _ = writeln!(s, "{}", c.summary_line());
+    let pv = |items: &[(i32, String)]| -> Vec<String> {
+        items.iter().map(|(p, v)| format!("p{p} {v}")).collect()
+    };
+    let lists = [
+        ("ctp lost", pv(&c.lost)),
+        ("ctp duplicated", pv(&c.duplicated)),
+        ("ctp aborted reads", pv(&c.aborted_reads)),
+        ("ctp torn", c.torn.clone()),
+        (
+            "ctp divergent",
+            c.divergent
+                .iter()
+                .map(|(p, o, v)| format!("p{p}@{o} {v:?}"))
+                .collect(),
+        ),
+        (
+            "ctp committed-offset regressions",
+            c.regressions
+                .iter()
+                .map(|(p, f, o)| format!("p{p} {o} after {f}"))
+                .collect(),
+        ),
+    ];
+    for (name, items) in lists {
+        let _ = writeln!(s, "{name}: {}", items.len());
+        for i in items.iter().take(20) {
+            let _ = writeln!(s, "  {i}");
+        }
+    }
 }
 
 pub fn default_dir(root: &Path, label: &str, seed: u64) -> PathBuf {

@@ -59,7 +59,7 @@ pub fn rows(events: &[Event], into: &mut BTreeMap<String, Row>) {
 /// The markdown tables: per run, then per nemesis kind.
 pub fn render(runs: &[(String, Vec<Event>)]) -> String {
     let mut out = String::from(
-        "| run | duration s | acked | lost | duplicated | reordered | divergent | regressions | longest unavailability ms |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| run | duration s | acked | lost | duplicated | reordered | divergent | regressions | longest unavailability ms | ctp inputs / committed txns / kills / zombies | ctp lost / dup / aborted reads / regressions |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut kinds = BTreeMap::new();
     for (name, events) in runs {
@@ -72,8 +72,24 @@ pub fn render(runs: &[(String, Vec<Event>)]) -> String {
             })
             .max()
             .unwrap_or(0);
+        let (ctp_load, ctp_safety) = match &r.ctp {
+            Some(c) => (
+                format!(
+                    "{} / {} / {} / {}",
+                    c.inputs_acked, c.committed, c.kills, c.zombies
+                ),
+                format!(
+                    "{} / {} / {} / {}",
+                    c.lost.len(),
+                    c.duplicated.len(),
+                    c.aborted_reads.len(),
+                    c.regressions.len()
+                ),
+            ),
+            None => ("-".into(), "-".into()),
+        };
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {ctp_load} | {ctp_safety} |\n",
             duration / 1000,
             r.acked,
             r.lost.len(),

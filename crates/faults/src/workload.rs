@@ -18,6 +18,16 @@ use crate::history::{Event, Outcome, Recorder};
 
 pub const GROUP: &str = "faults-queue";
 
+/// Which workload a producer's values belong to (what its outcomes are recorded as).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// The queue: `Produce` events, values `p<id>.<incarnation>-<seq>`.
+    Queue,
+    /// The inputs of the consume-transform-produce workload: `CtpInput` events, values
+    /// `i<id>.<incarnation>-<seq>`.
+    CtpInput,
+}
+
 #[derive(Clone)]
 pub struct Setup {
     pub bootstrap: String,
@@ -25,6 +35,7 @@ pub struct Setup {
     pub partitions: i32,
     pub rec: Recorder,
     pub stop: Arc<AtomicBool>,
+    pub stream: Stream,
 }
 
 pub async fn client(bootstrap: &str) -> anyhow::Result<Arc<Client>> {
@@ -68,13 +79,24 @@ fn finish(
             error: e.to_string(),
         },
     };
-    s.rec.record(Event::Produce {
-        t,
-        latency: s.rec.now().saturating_sub(t),
-        producer: producer.to_string(),
-        partition,
-        value,
-        outcome,
+    let (latency, producer) = (s.rec.now().saturating_sub(t), producer.to_string());
+    s.rec.record(match s.stream {
+        Stream::Queue => Event::Produce {
+            t,
+            latency,
+            producer,
+            partition,
+            value,
+            outcome,
+        },
+        Stream::CtpInput => Event::CtpInput {
+            t,
+            latency,
+            producer,
+            partition,
+            value,
+            outcome,
+        },
     });
     ok
 }
@@ -110,8 +132,12 @@ pub async fn produce(s: Setup, id: usize, pace: Duration) {
     let mut seq = 0u64;
     let mut incarnation = 0u32;
     let partitions = u64::try_from(s.partitions).unwrap_or(1).max(1);
+    let prefix = match s.stream {
+        Stream::Queue => "p",
+        Stream::CtpInput => "i",
+    };
     while !s.stop.load(Ordering::SeqCst) {
-        let name = format!("p{id}.{incarnation}");
+        let name = format!("{prefix}{id}.{incarnation}");
         let producer = match new_producer(&s.bootstrap).await {
             Ok(p) => p,
             Err(e) => {
@@ -255,8 +281,10 @@ async fn member_loop(s: &Setup, name: &str, member: &mut GroupConsumer) -> anyho
     Ok(())
 }
 
-/// Fetches the group's committed offsets every 300 ms (workload b: they never go back).
-pub async fn watch_offsets(s: Setup) {
+/// Fetches `group`'s committed offsets of the setup's topic every 300 ms (workload b: they
+/// never go back), recorded as `CommittedSeen` (or `CtpCommittedSeen` for the
+/// consume-transform-produce workload's input).
+pub async fn watch_offsets(s: Setup, group: &'static str) {
     let mut admin = None;
     while !s.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -266,16 +294,25 @@ pub async fn watch_offsets(s: Setup) {
         let Some(a) = admin.as_ref() else { continue };
         let t = s.rec.now();
         if let Ok(Ok(list)) =
-            tokio::time::timeout(Duration::from_secs(5), a.list_group_offsets(GROUP, None)).await
+            tokio::time::timeout(Duration::from_secs(5), a.list_group_offsets(group, None)).await
         {
             let latency = s.rec.now().saturating_sub(t);
             for (tp, o) in list {
                 if let (true, Some(o)) = (tp.topic == s.topic, o) {
-                    s.rec.record(Event::CommittedSeen {
-                        t,
-                        latency,
-                        partition: tp.partition,
-                        offset: o.offset,
+                    let (partition, offset) = (tp.partition, o.offset);
+                    s.rec.record(match s.stream {
+                        Stream::Queue => Event::CommittedSeen {
+                            t,
+                            latency,
+                            partition,
+                            offset,
+                        },
+                        Stream::CtpInput => Event::CtpCommittedSeen {
+                            t,
+                            latency,
+                            partition,
+                            offset,
+                        },
                     });
                 }
             }
@@ -284,7 +321,7 @@ pub async fn watch_offsets(s: Setup) {
 }
 
 /// Each partition's end offset (high watermark), retried until `deadline`.
-async fn end_offsets(
+pub(crate) async fn end_offsets(
     admin: &Admin,
     topic: &str,
     partitions: i32,

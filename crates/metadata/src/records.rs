@@ -163,8 +163,8 @@ impl MetadataRecord {
             MetadataRecord::Partition { .. } => 3,
             MetadataRecord::Config { .. } => 4,
             MetadataRecord::PartitionChange { .. } => 5,
-            MetadataRecord::AccessControlEntry { .. } => 6,
-            MetadataRecord::RemoveAccessControlEntry { .. } => 7,
+            MetadataRecord::AccessControlEntry { .. } => 18,
+            MetadataRecord::RemoveAccessControlEntry { .. } => 19,
             MetadataRecord::RemoveTopic { .. } => 9,
             MetadataRecord::FeatureLevel { .. } => 12,
             MetadataRecord::ProducerIds { .. } => 15,
@@ -272,6 +272,12 @@ mod tests {
             }
             .api_key(),
             9
+        );
+        // AccessControlEntryRecord.json / RemoveAccessControlEntryRecord.json.
+        let acl_id = Uuid::from_u128(1);
+        assert_eq!(
+            MetadataRecord::RemoveAccessControlEntry { id: acl_id }.api_key(),
+            19
         );
         assert_eq!(ConfigResource::Topic("a".into()).resource_type(), 2);
         assert_eq!(ConfigResource::Broker("".into()).resource_type(), 4);

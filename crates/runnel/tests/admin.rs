@@ -335,6 +335,37 @@ fn auto_creation_follows_the_broker_setting() {
     assert_eq!(resp.topics[0].error_code, 3);
 }
 
+/// Metadata v0 (deprecated, still served by Kafka 4.x, KIP-896): its topics array cannot be
+/// null, and empty means every topic (v1+: none); named topics are answered as in v1+.
+#[test]
+fn metadata_v0_empty_list_means_all_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("v0-a", 2, 1, &[]).0, 0);
+    assert_eq!(wire.create_topic("v0-b", 1, 1, &[]).0, 0);
+    let all = MetadataRequest::default().with_topics(Some(vec![]));
+    let resp: MetadataResponse = wire.call(ApiKey::Metadata, 0, &all);
+    let mut names: Vec<String> = resp
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .filter(|n| !n.starts_with("__"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["v0-a", "v0-b"]);
+    assert_eq!(resp.brokers.len(), 1);
+    // The same empty list at v1 asks for no topic.
+    let resp: MetadataResponse = wire.call(ApiKey::Metadata, 1, &all);
+    assert!(resp.topics.is_empty());
+    let one = MetadataRequest::default().with_topics(Some(vec![
+        metadata_request::MetadataRequestTopic::default().with_name(Some(name("v0-a"))),
+    ]));
+    let resp: MetadataResponse = wire.call(ApiKey::Metadata, 0, &one);
+    assert_eq!(resp.topics.len(), 1);
+    assert_eq!(resp.topics[0].partitions.len(), 2);
+}
+
 #[test]
 fn elect_leaders_reports_per_partition_results() {
     let dir = tempfile::tempdir().unwrap();

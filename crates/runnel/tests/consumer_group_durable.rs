@@ -377,3 +377,69 @@ fn a_restarted_coordinator_keeps_a_migrated_group_with_its_classic_member() {
     });
     assert_eq!(classic_heartbeat(&mut wire, "g", &id, r.generation_id), 0);
 }
+
+/// `group.coordinator.rebalance.protocols=classic` turns KIP-848 off as in Kafka: both
+/// consumer-group APIs answer UNSUPPORTED_VERSION (35), a classic group still works; Kafka's
+/// default `classic,consumer` serves them, and a list without `classic` does not start.
+#[test]
+fn the_consumer_protocol_follows_group_coordinator_rebalance_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(
+        dir.path(),
+        &["group.coordinator.rebalance.protocols=classic"],
+    );
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("t", 2, 1, &[]).0, 0);
+    wait_for_coordinator(&broker.addr, "off");
+    let mut m = Member::new("off", "m1");
+    let resp = m.heartbeat(&mut wire);
+    assert_eq!(resp.error_code, 35, "{resp:?}");
+    let d = describe(&mut wire, "off");
+    assert_eq!((d.group_id.0.as_str(), d.error_code), ("off", 35));
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(s("classic")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(s(""))
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+        )
+        .with_name(s("range"))
+        .with_metadata(bytes::Bytes::new())]);
+    wait_for_coordinator(&broker.addr, "classic");
+    let joined: JoinGroupResponse = wire.call(ApiKey::JoinGroup, 5, &join);
+    // v4+: the first join asks for a member id, as Kafka does (KIP-394).
+    assert_eq!(joined.error_code, 79, "{joined:?}");
+    drop(broker);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .args(["broker", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .args([
+            "--override",
+            "group.coordinator.rebalance.protocols=consumer",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("a broker without the classic protocol kept running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("Disabling the 'classic' protocol is not supported."),
+        "{err}"
+    );
+}

@@ -2,7 +2,8 @@
 //! committed metadata that real code wrote: the golden Raft logs and single-node log of
 //! `tests/data/golden-metadata/` (written by real brokers) and a snapshot of the v1 Raft log's
 //! image (`tests/data/dump-log/snapshot.checkpoint`, written by runnel-raft's `SnapshotStore`).
-//! The output is compared with `tests/data/dump-log/metadata.golden`
+//! The output (Kafka's batch and record lines, Kafka's record JSON, metadata log offsets) is
+//! compared with `tests/data/dump-log/metadata.golden`
 //! (`RUNNEL_UPDATE_GOLDEN=1` rewrites it). Damaged copies are reported, never a panic.
 
 use std::path::{Path, PathBuf};
@@ -44,18 +45,21 @@ fn golden_output_of_the_committed_metadata() {
     }
     let expected = std::fs::read_to_string(&golden).unwrap();
     assert_eq!(out, expected, "the dump differs from {}", golden.display());
-    // The shapes Kafka's tool prints, spot-checked.
-    assert!(
-        out.contains(r#"payload: {"type":"TOPIC_RECORD","version":1,"data":{"name":"golden-a","#)
-    );
-    assert!(
-        out.contains(r#"payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"golden-a","#)
-    );
+    // The shapes Kafka's tool prints, spot-checked: Kafka's record JSON (schema version,
+    // fields in schema order, base64url UUIDs) and batch lines.
+    assert!(out.contains(
+        r#"payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"golden-a","topicId":""#
+    ));
+    assert!(out.contains(
+        r#"{"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":0,"topicId":""#
+    ));
+    assert!(!out.contains("\"topic_id\"") && !out.contains("incarnation_id"));
     assert!(out.contains("Snapshot end offset: "));
     assert!(out.contains("Log starting offset: 0\nbaseOffset: 0 lastOffset: "));
     assert!(!out.contains("Error at"));
     assert!(!out.contains("invalid bytes"));
-    // --skip-record-metadata keeps only the payloads.
+    assert!(!out.contains("rejected"));
+    // --skip-record-metadata keeps only the payloads, as Kafka prints them.
     let (ok, skipped, _) = dump(&[
         "--skip-record-metadata",
         "--files",
@@ -63,10 +67,79 @@ fn golden_output_of_the_committed_metadata() {
     ]);
     assert!(ok);
     assert!(
-        skipped.contains("\n| payload: {\"type\":\"REGISTER_BROKER_RECORD\",\"version\":1,"),
+        skipped.contains("\n payload: {\"type\":\"REGISTER_BROKER_RECORD\",\"version\":0,"),
         "{skipped}"
     );
     assert!(!skipped.contains("| offset:"));
+}
+
+/// The record offsets of a Raft log are the metadata log's, as a node assigns them when it
+/// applies the batches (not Raft indexes): the snapshot of the v1 log's image at its last
+/// entry ends where the log's records end.
+#[test]
+fn raft_log_records_carry_metadata_offsets() {
+    let (ok, out, err) = dump(&["--files", "tests/data/golden-metadata/v1/raft/raft.log"]);
+    assert!(ok, "{err}");
+    let offsets: Vec<i64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("| offset: "))
+        .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(offsets, (0..offsets.len() as i64).collect::<Vec<_>>());
+    let (_, snap, _) = dump(&["--files", "tests/data/dump-log/snapshot.checkpoint"]);
+    let end: i64 = snap
+        .lines()
+        .find_map(|l| l.strip_prefix("Snapshot end offset: "))
+        .and_then(|l| l.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(offsets.len() as i64, end, "{out}");
+    // Entries without records are control batches that take no offset.
+    assert!(
+        out.contains("| controlType: LEADER_CHANGE(2) leaderId: 1\n"),
+        "{out}"
+    );
+    assert!(out.contains("\n| RunnelMembership {"), "{out}");
+    assert!(out
+        .lines()
+        .any(|l| l.starts_with("baseOffset: -1 lastOffset: -1 count: 0 ")
+            && l.contains(" isControl: true ")
+            && l.ends_with(" raftIndex: 1")));
+}
+
+/// A log purged up to the snapshot beside it continues from the snapshot's end offset; the
+/// same log alone cannot be numbered.
+#[test]
+fn a_purged_log_continues_from_the_snapshot_beside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut log = frame(br#"{"Purged":{"leader_id":{"term":1,"node_id":1},"index":18}}"#);
+    log.extend(frame(
+        br#"{"Entry":{"log_id":{"leader_id":{"term":2,"node_id":1},"index":19},"payload":{"Normal":[{"v":1,"r":"NoOp"},{"v":1,"r":"NoOp"}]}}}"#,
+    ));
+    let file = tmp.path().join("raft.log");
+    std::fs::write(&file, &log).unwrap();
+    let (ok, alone, err) = dump(&["--files", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(alone.contains("Log starting offset: -1\n"), "{alone}");
+    assert!(alone.contains("\n| offset: -1 "), "{alone}");
+    std::fs::copy(
+        repo().join("tests/data/dump-log/snapshot.checkpoint"),
+        tmp.path().join("snapshot.checkpoint"),
+    )
+    .unwrap();
+    let (ok, out, err) = dump(&["--files", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Log starting offset: 38\n"), "{out}");
+    assert!(
+        out.contains(r#"| RunnelPurgedUpTo {"raftIndex":18,"term":1,"leaderId":1}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nbaseOffset: 38 lastOffset: 39 count: 2 "),
+        "{out}"
+    );
+    assert!(out.contains("\n| offset: 39 "), "{out}");
 }
 
 /// A node's data directory dumps its quorum's log and snapshot.
@@ -140,7 +213,9 @@ fn damaged_metadata_is_reported_not_a_panic() {
     let (ok, out, err) = run(&flipped);
     assert!(ok, "{err}");
     assert_eq!(
-        out.lines().filter(|l| l.starts_with("index: ")).count(),
+        out.lines()
+            .filter(|l| l.starts_with("baseOffset: "))
+            .count(),
         1,
         "{out}"
     );
@@ -162,10 +237,13 @@ fn damaged_metadata_is_reported_not_a_panic() {
     let entry = br#"{"Entry":{"log_id":{"leader_id":{"term":4,"node_id":1},"index":99},"payload":{"Normal":[{"v":9,"r":{"ShareGroupRecord":{}}},{"v":1,"r":"NoOp"}]}}}"#;
     let (ok, out, err) = run(&frame(entry));
     assert!(ok, "{err}");
-    assert!(out.contains("| index: 99 record: 0 payload: Error at index 99 record 0, skipping. a metadata record has format version 9"), "{out}");
+    assert!(
+        out.contains(" payload: Error at 0, skipping. a metadata record has format version 9"),
+        "{out}"
+    );
     assert!(
         out.contains(
-            r#"| index: 99 record: 1 payload: {"type":"NO_OP_RECORD","version":1,"data":{}}"#
+            r#"| offset: 1 CreateTime: -1 keySize: -1 valueSize: 18 sequence: -1 headerKeys: [] payload: {"type":"NO_OP_RECORD","version":0,"data":{}}"#
         ),
         "{out}"
     );

@@ -1,5 +1,6 @@
 //! Framing and negotiation against a real broker process: ApiVersions (incl. the v0 fallback and
-//! the tagged-field layout old librdkafka needs) and bad input closing only its own connection.
+//! the tagged-field layout old librdkafka needs), the KIP-714 telemetry handshake and bad input
+//! closing only its own connection.
 
 mod support;
 
@@ -87,6 +88,44 @@ fn unsupported_api_versions_version_gets_v0_fallback() {
     let resp: ApiVersionsResponse =
         wire.call(ApiKey::ApiVersions, 2, &ApiVersionsRequest::default());
     assert_eq!(resp.error_code, 0);
+}
+
+/// KIP-714 as a broker without a metrics plugin answers it (Kafka's `ClientMetricsManager`
+/// with no subscription): a new instance id for the zero id, the client's own id kept, no
+/// requested metrics (so the client pushes nothing); a push is dropped, INVALID_REQUEST
+/// without an instance id.
+#[test]
+fn telemetry_subscribes_to_no_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]);
+    let mut wire = broker.connect();
+    let first: GetTelemetrySubscriptionsResponse = wire.call(
+        ApiKey::GetTelemetrySubscriptions,
+        0,
+        &GetTelemetrySubscriptionsRequest::default(),
+    );
+    assert_eq!(first.error_code, 0, "{first:?}");
+    assert!(!first.client_instance_id.is_nil(), "{first:?}");
+    assert!(first.requested_metrics.is_empty(), "{first:?}");
+    let id = first.client_instance_id;
+    let again: GetTelemetrySubscriptionsResponse = wire.call(
+        ApiKey::GetTelemetrySubscriptions,
+        0,
+        &GetTelemetrySubscriptionsRequest::default().with_client_instance_id(id),
+    );
+    assert_eq!(again.client_instance_id, id);
+    let push = |wire: &mut Wire, id| -> PushTelemetryResponse {
+        let req = PushTelemetryRequest::default()
+            .with_client_instance_id(id)
+            .with_metrics(bytes::Bytes::from_static(b"m"));
+        wire.call(ApiKey::PushTelemetry, 0, &req)
+    };
+    assert_eq!(push(&mut wire, id).error_code, 0);
+    assert_eq!(
+        push(&mut wire, uuid::Uuid::nil()).error_code,
+        42,
+        "INVALID_REQUEST"
+    );
 }
 
 fn still_serving(broker: &TestBroker) {

@@ -112,6 +112,8 @@ pub(super) const DEFAULTS: &[Def] = &[
     ),
     def("group.consumer.max.size", "2147483647"),
     def("group.consumer.migration.policy", "bidirectional"),
+    // Which group protocols the coordinator serves (`BrokerSettings::consumer_protocol_enabled`).
+    def("group.coordinator.rebalance.protocols", "classic,consumer"),
     def("offset.metadata.max.bytes", "4096"),
     def("offsets.retention.minutes", "10080"),
     def("offsets.retention.check.interval.ms", "600000"),

@@ -31,6 +31,8 @@ pub struct BrokerSettings {
     pub producer_id_expiration_ms: i64,
     /// `producer.id.expiration.check.interval.ms`.
     pub producer_id_expiration_check_interval: Duration,
+    /// `group.coordinator.rebalance.protocols` holds `consumer`: KIP-848 groups are served.
+    pub consumer_protocol_enabled: bool,
 }
 
 impl BrokerSettings {
@@ -61,6 +63,8 @@ impl BrokerSettings {
             producer_id_expiration_ms: r.get("producer.id.expiration.ms", long),
             producer_id_expiration_check_interval: r
                 .get("producer.id.expiration.check.interval.ms", millis),
+            consumer_protocol_enabled: r
+                .get("group.coordinator.rebalance.protocols", rebalance_protocols),
         };
         (settings, r.errors)
     }
@@ -160,6 +164,31 @@ pub(super) fn boolean(key: &str, raw: &str) -> Result<bool, BrokerError> {
     }
 }
 
+/// `group.coordinator.rebalance.protocols`, as Kafka reads it: a list of group types (its
+/// `ValidList` of `Group.GroupType`), `classic` always among them (KafkaConfig refuses to
+/// disable it); whether `consumer` is. `share` is accepted as Kafka accepts it, though Runnel
+/// has no share groups (their APIs are not advertised).
+fn rebalance_protocols(key: &str, raw: &str) -> Result<bool, BrokerError> {
+    const TYPES: [&str; 4] = ["consumer", "classic", "share", "unknown"];
+    let list: Vec<&str> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(bad) = list.iter().find(|p| !TYPES.contains(p)) {
+        return Err(BrokerError::Config(format!(
+            "Invalid value {bad} for configuration {key}: String must be one of: {}",
+            TYPES.join(", ")
+        )));
+    }
+    if !list.contains(&"classic") {
+        return Err(BrokerError::Config(format!(
+            "{key}: Disabling the 'classic' protocol is not supported."
+        )));
+    }
+    Ok(list.contains(&"consumer"))
+}
+
 /// The unchecked parse of [`BrokerConfig::i64`] (no range).
 pub(super) fn integer(key: &str, raw: &str) -> Result<i64, BrokerError> {
     raw.parse::<i64>()
@@ -201,6 +230,32 @@ mod tests {
             s.producer_id_expiration_check_interval,
             Duration::from_millis(600_000)
         );
+        assert!(s.consumer_protocol_enabled, "Kafka 4.x: classic,consumer");
+    }
+
+    #[test]
+    fn rebalance_protocols_as_kafka_reads_them() {
+        let key = "group.coordinator.rebalance.protocols";
+        let enabled = |raw| rebalance_protocols(key, raw).map_err(|e| e.to_string());
+        assert_eq!(enabled("classic"), Ok(false));
+        assert_eq!(enabled("classic,consumer"), Ok(true));
+        assert_eq!(enabled(" consumer , classic,share"), Ok(true));
+        assert_eq!(
+            enabled("classic,streams"),
+            Err(
+                "invalid configuration: Invalid value streams for configuration \
+                 group.coordinator.rebalance.protocols: \
+                 String must be one of: consumer, classic, share, unknown"
+                    .into()
+            )
+        );
+        let without_classic = enabled("consumer").unwrap_err();
+        assert!(
+            without_classic.ends_with("Disabling the 'classic' protocol is not supported."),
+            "{without_classic}"
+        );
+        // Kafka's ValidString is case-sensitive.
+        assert!(enabled("classic,CONSUMER").is_err());
     }
 
     #[test]
@@ -221,6 +276,8 @@ mod tests {
             ("quota.window.num", "x"),
             ("auto.create.topics.enable", "yes"),
             ("producer.id.expiration.check.interval.ms", "0"),
+            ("group.coordinator.rebalance.protocols", "consumer"),
+            ("group.coordinator.rebalance.protocols", "classic,Consumer"),
         ] {
             let c = config(&[(key, bad)]);
             let e = BrokerSettings::resolve(&c).unwrap_err().to_string();

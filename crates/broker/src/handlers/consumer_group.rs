@@ -16,6 +16,35 @@ use runnel_group::ConsumerHeartbeat;
 
 use super::{str_bytes, topic_name};
 use crate::context::{Broker, RequestContext};
+use crate::errors::code;
+
+/// With `consumer` left out of `group.coordinator.rebalance.protocols`, both KIP-848 APIs
+/// answer UNSUPPORTED_VERSION before anything else (Kafka's
+/// `KafkaApis.isConsumerGroupProtocolEnabled`); `None` when the protocol is on.
+pub fn heartbeat_if_disabled(broker: &Broker) -> Option<ConsumerGroupHeartbeatResponse> {
+    (!broker.settings.consumer_protocol_enabled).then(|| {
+        ConsumerGroupHeartbeatResponse::default().with_error_code(code::UNSUPPORTED_VERSION)
+    })
+}
+
+/// [`heartbeat_if_disabled`] for ConsumerGroupDescribe: the error for every group asked about.
+pub fn describe_if_disabled(
+    broker: &Broker,
+    request: &ConsumerGroupDescribeRequest,
+) -> Option<ConsumerGroupDescribeResponse> {
+    (!broker.settings.consumer_protocol_enabled).then(|| {
+        let groups = request
+            .group_ids
+            .iter()
+            .map(|g| {
+                DescribedGroup::default()
+                    .with_group_id(g.clone())
+                    .with_error_code(code::UNSUPPORTED_VERSION)
+            })
+            .collect();
+        ConsumerGroupDescribeResponse::default().with_groups(groups)
+    })
+}
 
 pub async fn heartbeat(
     broker: &Arc<Broker>,

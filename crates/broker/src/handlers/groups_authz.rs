@@ -271,6 +271,9 @@ pub async fn consumer_group_heartbeat(
     version: i16,
     ctx: &RequestContext,
 ) -> ConsumerGroupHeartbeatResponse {
+    if let Some(disabled) = consumer_group::heartbeat_if_disabled(broker) {
+        return disabled;
+    }
     if !may(broker, ctx, AclOperation::Read, &request.group_id) {
         return ConsumerGroupHeartbeatResponse::default().with_error_code(DENIED);
     }
@@ -283,6 +286,9 @@ pub async fn consumer_group_describe(
     version: i16,
     ctx: &RequestContext,
 ) -> ConsumerGroupDescribeResponse {
+    if let Some(disabled) = consumer_group::describe_if_disabled(broker, &request) {
+        return disabled;
+    }
     let mut response = consumer_group::describe(broker, request, version).await;
     for g in &mut response.groups {
         if !may(broker, ctx, AclOperation::Describe, &g.group_id) {

@@ -24,13 +24,23 @@ pub async fn handle(
     version: i16,
     ctx: &RequestContext,
 ) -> MetadataResponse {
-    // v1+: null = all topics, empty = none.
-    let requested: Option<Vec<String>> = request.topics.as_ref().map(|topics| {
-        topics
-            .iter()
-            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-            .collect()
-    });
+    // v1+: null = all topics, empty = none; v0 has no null and asks for all with an empty
+    // list (Kafka's `MetadataRequest.isAllTopics`).
+    let all_topics = request
+        .topics
+        .as_ref()
+        .is_none_or(|topics| version == 0 && topics.is_empty());
+    let requested: Option<Vec<String>> =
+        request
+            .topics
+            .as_ref()
+            .filter(|_| !all_topics)
+            .map(|topics| {
+                topics
+                    .iter()
+                    .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+                    .collect()
+            });
     let allow_auto_create = (version < 4 || request.allow_auto_topic_creation)
         && broker.settings.auto_create_topics_enable;
     if let (Some(names), true) = (&requested, allow_auto_create) {

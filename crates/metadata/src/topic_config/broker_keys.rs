@@ -36,6 +36,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("group.consumer.min.heartbeat.interval.ms", Int, "The smallest heartbeat interval a consumer group may be configured with."),
     ("group.consumer.min.session.timeout.ms", Int, "The smallest session timeout a consumer group may be configured with."),
     ("group.consumer.session.timeout.ms", Int, "How long the coordinator waits for a consumer-group member's heartbeat (KIP-848 protocol)."),
+    ("group.coordinator.rebalance.protocols", List, "The group protocols the coordinators serve: classic (always on) and consumer (KIP-848); share is accepted, though Runnel has no share groups."),
     ("group.initial.rebalance.delay.ms", Int, "How long a new classic group waits for more members before its first rebalance."),
     ("group.max.session.timeout.ms", Int, "The largest session timeout a classic group member may ask for."),
     ("group.max.size", Int, "The most members a classic group may have."),

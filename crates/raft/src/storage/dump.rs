@@ -4,9 +4,14 @@
 //! and torn-tail rule), but with the metadata records left as JSON values. A record this build
 //! cannot decode (a newer format version, a damaged body under a valid checksum) is then
 //! reported alone instead of hiding the whole entry, as Kafka's tool prints "Error at
-//! <offset>, skipping." for one record and goes on.
+//! <offset>, skipping." for one record and goes on. [`place_frames`] finds the metadata log
+//! offsets of the records (assigned when a batch is applied, not stored in the log).
+
+mod offsets;
 
 use serde::Deserialize;
+
+pub use offsets::{place_frames, Placed};
 
 use crate::storage::log::any_log_record;
 use crate::storage::snapshot::split_snapshot_file;

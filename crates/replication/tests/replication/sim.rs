@@ -12,7 +12,13 @@
 //!    two leaders ever expose different records below their HW;
 //! 3. every record the consumer read is committed, and in the final log at its offset;
 //! 4. a leader's HW never goes back within its leader epoch (and an epoch has one leader);
-//! 5. the controller elects only live in-sync replicas.
+//! 5. the controller elects only live in-sync replicas;
+//! 6. the controller's pipeline (the production `controller::Pipeline`, with several batches
+//!    in flight on a simulated quorum that delays commits, fails appends, loses leadership
+//!    mid-pipeline and stalls): answers are released in decision order, only for records
+//!    that committed where they were appended (a reverted decision is never acknowledged),
+//!    an AlterPartition answer is the committed ISR, and the committed image is exactly the
+//!    quorum's committed log.
 //!
 //! Faults: crashes (the log and epoch cache survive, everything else is lost; a restarted
 //! broker registers fenced, follows and truncates before fetching), controlled shutdowns,
@@ -25,7 +31,8 @@
 //!
 //! The `sim_catches_*` tests run the same simulation with a deliberate bug (acks=all
 //! answered at the LEO, unclean elections, no truncation, a consumer reading past the HW, a
-//! leader forgetting its HW) and require the checks to fail.
+//! leader forgetting its HW, a controller answering before what it read committed or
+//! deciding on the committed image) and require the checks to fail.
 //! `SIM_SEED=N` runs one seed, `SIM_SEEDS=N` runs seeds `0..N` (default 200), `SIM_STEPS=N`
 //! changes the ticks per seed (default 3000). A failure prints the seed, its knobs, the last
 //! events and the brokers' states:
@@ -36,6 +43,7 @@ mod check;
 mod client;
 mod controller;
 mod net;
+mod quorum;
 mod rng;
 mod world;
 
@@ -94,6 +102,16 @@ fn sim_replication_under_crashes_and_partitions() {
         // DUPLICATE_BROKER_REGISTRATION guard).
         assert!(total.fenced > 0 && total.registrations_refused > 0);
         assert!(total.zombie_acks > 0 || total.seeds < DEFAULT_SEEDS);
+        // The production pipeline was exercised: batches overlapped, appends failed,
+        // leadership was lost mid-pipeline (in-flight batches dropped, answers failed), the
+        // quorum stalled (answers timed out), and fresh controllers took over.
+        assert!(
+            total.max_in_flight >= 3,
+            "no overlapping commits: {total:#?}"
+        );
+        assert!(total.append_failures > 0 && total.leader_losses > 0);
+        assert!(total.batches_reverted > 0 && total.answers_failed > 0);
+        assert!(total.answers_timed_out > 0 && total.activations > 0);
     }
 }
 
@@ -163,4 +181,32 @@ fn sim_catches_followers_that_never_truncate() {
 #[test]
 fn sim_catches_a_consumer_reading_past_the_hw() {
     assert_caught(Mutation::ConsumerReadsLeo, 40, &["invariant 3"]);
+}
+
+#[test]
+fn sim_catches_answers_released_before_their_reads_commit() {
+    assert_caught(
+        Mutation::AnswerReadOnlyAtOnce,
+        40,
+        &[
+            "answers out of order",
+            "AlterPartition acknowledged",
+            "controlled shutdown",
+        ],
+    );
+}
+
+#[test]
+fn sim_catches_decisions_on_the_committed_image() {
+    assert_caught(
+        Mutation::DecideOnCommitted,
+        40,
+        &[
+            "invariant",
+            "acknowledged",
+            "inconsistent",
+            "did not settle",
+            "did not converge",
+        ],
+    );
 }

@@ -263,14 +263,18 @@ fn record_lines(
             }
         }
         *last_offset = Some(r.offset);
-        let mut line = String::from("|");
-        let sep = " ";
+        // Kafka's prefix: "| " before the first item, " " after it; the payload always
+        // follows a space, so with --skip-record-metadata and no key the line is
+        // " payload: ...".
+        let mut line = String::new();
+        let mut prefix = "| ";
         if !args.skip_record_metadata {
             let len = |b: &Option<bytes::Bytes>| b.as_ref().map_or(-1, |b| b.len() as i64);
             let headers: Vec<String> = r.headers.keys().map(|k| k.to_string()).collect();
+            prefix = " ";
             let _ = write!(
                 line,
-                " offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
+                "| offset: {} {}: {} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
                 r.offset,
                 timestamp_type(h),
                 r.timestamp,
@@ -285,7 +289,7 @@ fn record_lines(
         }
         if print_data && !h.is_control() {
             if let Some(key) = &r.key {
-                let _ = write!(line, "{sep}key: {}", String::from_utf8_lossy(key));
+                let _ = write!(line, "{prefix}key: {}", String::from_utf8_lossy(key));
             }
             if let Some(value) = &r.value {
                 let _ = write!(line, " payload: {}", String::from_utf8_lossy(value));
@@ -640,6 +644,16 @@ mod tests {
         assert!(lines[5].contains(&format!("position: {first} ")));
         assert_eq!(lines.len(), 7, "{}", d.out);
         assert!(d.err.is_empty(), "{}", d.err);
+
+        // --skip-record-metadata: Kafka's "| key: .. payload: .." and, without a key,
+        // " payload: .." (its "| " prefix only goes before the first printed item).
+        let mut skip = args();
+        skip.skip_record_metadata = true;
+        let mut d = Dump::default();
+        dump_file(&p, &skip, &mut d).unwrap();
+        let lines: Vec<&str> = d.out.lines().collect();
+        assert_eq!(lines[3], "| key: k payload: a");
+        assert_eq!(lines[4], " payload: bc");
 
         // A flipped byte in the second batch's records: the CRC says so, the tool goes on.
         let at = bytes.len() - 1;

@@ -8,29 +8,42 @@
 //!   and `metadata-quorum/snapshot.checkpoint`: the image as the records that rebuild it;
 //! * `metadata/metadata.log`: the single-node log, one checksummed line per batch.
 //!
-//! Every entry prints a batch line and every record a `| ... payload: {...}` line whose
-//! payload is Kafka's `{"type":"TOPIC_RECORD","version":N,"data":{...}}` shape: the KRaft
-//! record type, the record's stored format version (`runnel_metadata::record_format`) and its
-//! fields (Runnel's, in camelCase, in name order). A record this build cannot decode prints Kafka's
-//! `Error at <offset>, skipping. <why>` as its payload; the frames are checked by the node's own
-//! readers (`runnel_raft::storage::dump`, `metadata_log::read_raw_lines`), and the first bad
-//! frame ends the dump with Kafka's `Found N invalid bytes at the end of <file>` line, plus a
-//! line on stderr when valid frames follow it (damage the node refuses to start on, not a torn
-//! tail). Raft log entries are numbered by Raft index (`index: I record: R`): record offsets
-//! are assigned when a batch is applied (a rejected batch gets none) and cannot be told from
-//! the log alone; the single-node log and a snapshot number their records by offset.
+//! Every frame prints kafka-dump-log.sh's batch line and every record its `| offset: ...
+//! payload: {...}` line, whose payload is Kafka's `{"type":"TOPIC_RECORD","version":N,"data":{...}}`
+//! (`kafka_json`: the KRaft record type, schema version and fields of Kafka's schemas). Offsets
+//! are the metadata log's offsets, as the node assigns them when it applies a batch
+//! (`runnel_raft::storage::dump::place_frames` replays the Raft log, from the snapshot beside it
+//! when the log was purged). The batch line has Kafka's fields in Kafka's order: position, size
+//! and crc (CRC-32C) are the Runnel frame's, `partitionLeaderEpoch` the Raft term, CreateTime
+//! -1 (Runnel stores no append time), the producer fields those of any KRaft batch (-1), and a
+//! Raft entry ends with Runnel's `raftIndex: I`. Frames without metadata records are control
+//! batches of no records that take no offset (unlike Kafka's, which take one): a new leader's
+//! blank entry prints Kafka's `controlType: LEADER_CHANGE(2)`; a membership change, a purge
+//! marker and a snapshot's header have no Kafka schema and print `RunnelMembership`,
+//! `RunnelPurgedUpTo` and `RunnelSnapshotHeader` with Runnel's JSON (docs/kafka4-parity.md). A
+//! batch the image refuses (the node applies none of it) prints offset -1 and why; so does
+//! every record of a purged log without its snapshot. A record this build cannot decode prints
+//! Kafka's `Error at <offset>, skipping. <why>` as its payload; the frames are checked by the
+//! node's own readers (`runnel_raft::storage::dump`, `metadata_log::read_raw_lines`), and the
+//! first bad frame ends the dump with Kafka's `Found N invalid bytes at the end of <file>`
+//! line, plus a line on stderr when valid frames follow it (damage the node refuses to start
+//! on, not a torn tail).
 //!
 //! A directory argument (a data directory, or its `metadata-quorum` / `metadata` directory)
 //! dumps every metadata file found in it.
 
+mod kafka_json;
+mod lines;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use runnel_metadata::MetadataRecord;
-use runnel_raft::storage::dump::{self, RawLogRecord, RawPayload};
+use runnel_raft::storage::dump::{self, Placed, RawLogRecord, RawPayload, SnapshotDump};
+use runnel_raft::types::LogId;
 use serde_json::Value;
 
 use super::dump_log::{read_small, Dump, DumpLogArgs};
+use lines::{batch_line, control_line, record_line, Batch};
 
 /// The metadata files of `path`: itself if it is a file, else those found in it.
 pub fn files_of(path: &Path) -> Vec<PathBuf> {
@@ -64,88 +77,18 @@ pub fn dump_file(path: &Path, args: &DumpLogArgs, dump: &mut Dump) -> std::io::R
     } else if name.ends_with(".checkpoint") {
         dump_snapshot(&read_small(path)?, args, dump);
     } else if name.ends_with(".log") {
-        dump_raft_log(path, &read_small(path)?, args, dump);
+        let snapshot = sibling_snapshot(path);
+        dump_raft_log(path, &read_small(path)?, snapshot.as_ref(), args, dump);
     } else {
         let _ = writeln!(dump.err, "Ignoring unknown file {}", path.display());
     }
     Ok(())
 }
 
-/// Kafka's `MetadataRecordType` name of a record type (`TopicRecord` -> `TOPIC_RECORD`).
-fn kafka_type_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for (i, c) in name.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
-}
-
-/// `snake_case` -> `camelCase`, the style of Kafka's record JSON.
-fn camel(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    let mut upper = false;
-    for c in key.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.push(c.to_ascii_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn camel_keys(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (camel(&k), camel_keys(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(camel_keys).collect()),
-        other => other,
-    }
-}
-
-/// The payload of one stored record: Kafka's `{"type":..,"version":..,"data":..}`, or its
-/// `Error at <at>, skipping. <why>` for a record this build cannot decode.
-pub fn payload(stored: &Value, at: &str) -> String {
-    let record: MetadataRecord = match serde_json::from_value(stored.clone()) {
-        Ok(r) => r,
-        Err(e) => return format!("Error at {at}, skipping. {e}"),
-    };
-    // Records from before the envelope are format version 0 (record_format).
-    let version = stored.get("v").and_then(Value::as_u64).unwrap_or(0);
-    // The envelope's body: {"Type": {fields}}, or "Type" for a record without fields.
-    let data = match serde_json::to_value(&record)
-        .ok()
-        .and_then(|mut v| v.get_mut("r").map(Value::take))
-    {
-        Some(Value::Object(map)) => map.into_iter().next().map_or(Value::Null, |(_, v)| v),
-        _ => Value::Object(Default::default()),
-    };
-    // Kafka's member order (type, version, data); the fields come in name order.
-    format!(
-        r#"{{"type":"{}","version":{version},"data":{}}}"#,
-        kafka_type_name(record.type_name()),
-        camel_keys(data)
-    )
-}
-
-/// One record's line: `| <metadata> payload: ...` (`| payload: ...` with
-/// --skip-record-metadata, as the segment dump prints it).
-fn record_line(metadata: &str, stored: &Value, at: &str, args: &DumpLogArgs) -> String {
-    let shown = if args.skip_record_metadata {
-        String::new()
-    } else {
-        format!(" {metadata}")
-    };
-    format!("|{shown} payload: {}", payload(stored, at))
+/// The `snapshot.checkpoint` beside a `raft.log`: where a purged log's offsets continue from.
+fn sibling_snapshot(log: &Path) -> Option<SnapshotDump> {
+    let bytes = read_small(&log.with_file_name("snapshot.checkpoint")).ok()?;
+    dump::read_snapshot(&bytes).ok()
 }
 
 fn invalid_tail(
@@ -179,47 +122,81 @@ fn invalid_tail(
     }
 }
 
-/// `raft.log`: a line per frame, a line per record of a batch.
-fn dump_raft_log(path: &Path, bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump) {
+fn push_line(dump: &mut Dump, line: Option<String>) {
+    if let Some(line) = line {
+        let _ = writeln!(dump.out, "{line}");
+    }
+}
+
+/// A `raft.log` frame's Raft log id, its control line (a frame without records) and records.
+fn frame_parts(body: &RawLogRecord) -> (&LogId, Option<String>, &[Value]) {
+    let e = match body {
+        RawLogRecord::Purged(id) => {
+            let what = format!(
+                r#"RunnelPurgedUpTo {{"raftIndex":{},"term":{},"leaderId":{}}}"#,
+                id.index, id.leader_id.term, id.leader_id.node_id
+            );
+            return (id, Some(what), &[]);
+        }
+        RawLogRecord::Entry(e) => e,
+    };
+    match &e.payload {
+        RawPayload::Blank => {
+            let what = format!(
+                "controlType: LEADER_CHANGE(2) leaderId: {}",
+                e.log_id.leader_id.node_id
+            );
+            (&e.log_id, Some(what), &[])
+        }
+        RawPayload::Membership(m) => (&e.log_id, Some(format!("RunnelMembership {m}")), &[]),
+        RawPayload::Normal(records) => (&e.log_id, None, records),
+    }
+}
+
+/// `raft.log`: a batch line per frame (Runnel's `raftIndex` at its end), a line per record.
+fn dump_raft_log(
+    path: &Path,
+    bytes: &[u8],
+    snapshot: Option<&SnapshotDump>,
+    args: &DumpLogArgs,
+    dump: &mut Dump,
+) {
     let log = dump::read_log(bytes);
-    for frame in &log.frames {
-        let tail = format!(
-            "position: {} size: {} crc: {} isvalid: true",
-            frame.position, frame.size, frame.crc
-        );
-        let entry = match &frame.body {
-            RawLogRecord::Purged(id) => {
-                let _ = writeln!(
-                    dump.out,
-                    "purgedUpToIndex: {} term: {} leaderId: {} {tail}",
-                    id.index, id.leader_id.term, id.leader_id.node_id
-                );
-                continue;
-            }
-            RawLogRecord::Entry(e) => e,
+    let placed = dump::place_frames(&log, snapshot);
+    let start = placed.first().map_or(0, |p| match p {
+        Placed::At(o) => *o,
+        Placed::Rejected { next, .. } => *next,
+        Placed::Unknown => -1,
+    });
+    let _ = writeln!(dump.out, "Log starting offset: {start}");
+    for (frame, place) in log.frames.iter().zip(&placed) {
+        let (log_id, control, records) = frame_parts(&frame.body);
+        let (base, rejected) = match place {
+            Placed::At(o) if control.is_none() => (*o, None),
+            Placed::At(_) => (-1, None),
+            Placed::Rejected { reason, .. } => (-1, Some(reason)),
+            Placed::Unknown => (-1, None),
         };
-        let (kind, count) = match &entry.payload {
-            RawPayload::Blank => ("Blank", 0),
-            RawPayload::Normal(records) => ("Normal", records.len()),
-            RawPayload::Membership(_) => ("Membership", 0),
+        let batch = Batch {
+            base,
+            count: records.len(),
+            epoch: i64::try_from(log_id.leader_id.term).unwrap_or(i64::MAX),
+            control: control.is_some(),
+            position: frame.position,
+            size: frame.size,
+            crc: frame.crc,
         };
-        let _ = writeln!(
-            dump.out,
-            "index: {} term: {} leaderId: {} entryType: {kind} count: {count} {tail}",
-            entry.log_id.index, entry.log_id.leader_id.term, entry.log_id.leader_id.node_id
-        );
-        match &entry.payload {
-            RawPayload::Normal(records) => {
-                for (i, stored) in records.iter().enumerate() {
-                    let at = format!("index {} record {i}", entry.log_id.index);
-                    let metadata = format!("index: {} record: {i}", entry.log_id.index);
-                    let _ = writeln!(dump.out, "{}", record_line(&metadata, stored, &at, args));
-                }
-            }
-            RawPayload::Membership(m) => {
-                let _ = writeln!(dump.out, "| Membership {m}");
-            }
-            RawPayload::Blank => {}
+        let mut line = format!("{} raftIndex: {}", batch_line(&batch), log_id.index);
+        if let Some(reason) = rejected {
+            let _ = write!(line, " rejected: {reason}");
+        }
+        let _ = writeln!(dump.out, "{line}");
+        if let Some(what) = control {
+            push_line(dump, control_line(&what, args));
+        }
+        for (i, stored) in (0i64..).zip(records) {
+            let offset = if base < 0 { -1 } else { base.saturating_add(i) };
+            let _ = writeln!(dump.out, "{}", record_line(offset, stored, args));
         }
     }
     if let Some(bad) = log.invalid {
@@ -236,8 +213,9 @@ fn dump_raft_log(path: &Path, bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump)
     }
 }
 
-/// `snapshot.checkpoint`: Kafka's `Snapshot end offset` line, openraft's metadata, then the
-/// image's records numbered from the snapshot's first record.
+/// `snapshot.checkpoint`: Kafka's `Snapshot end offset` line, the metadata frame as a control
+/// batch (`RunnelSnapshotHeader`: openraft's snapshot metadata), then the image's records as
+/// one batch numbered from 0, as Kafka numbers a snapshot's records.
 fn dump_snapshot(bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump) {
     let snap = match dump::read_snapshot(bytes) {
         Ok(s) => s,
@@ -258,46 +236,57 @@ fn dump_snapshot(bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump) {
         "Snapshot end offset: {}, epoch: {term}",
         snap.last_offset.saturating_add(1)
     );
+    let epoch = i64::try_from(term).unwrap_or(i64::MAX);
+    let header = Batch {
+        base: -1,
+        count: 0,
+        epoch,
+        control: true,
+        position: 0,
+        size: snap.frames[0].0,
+        crc: snap.frames[0].1,
+    };
+    let _ = writeln!(dump.out, "{}", batch_line(&header));
     let membership = serde_json::to_string(&snap.meta.last_membership).unwrap_or_default();
-    let _ = writeln!(
-        dump.out,
-        "snapshotId: {} lastIncludedIndex: {index} term: {term} leaderId: {leader} count: {} size: {} crc: {} isvalid: true",
-        snap.meta.snapshot_id,
-        snap.records.len(),
-        snap.frames[0].0 + snap.frames[1].0,
-        snap.frames[1].1,
+    let header_json = format!(
+        r#"RunnelSnapshotHeader {{"snapshotId":{},"lastIncludedRaftIndex":{index},"term":{term},"leaderId":{leader},"membership":{membership}}}"#,
+        serde_json::to_string(&snap.meta.snapshot_id).unwrap_or_default(),
     );
-    let _ = writeln!(dump.out, "| Membership {membership}");
-    for (i, stored) in snap.records.iter().enumerate() {
-        let metadata = format!("offset: {i}");
-        let at = i.to_string();
-        let _ = writeln!(dump.out, "{}", record_line(&metadata, stored, &at, args));
+    push_line(dump, control_line(&header_json, args));
+    let data = Batch {
+        base: 0,
+        count: snap.records.len(),
+        epoch,
+        control: false,
+        position: snap.frames[0].0,
+        size: snap.frames[1].0,
+        crc: snap.frames[1].1,
+    };
+    let _ = writeln!(dump.out, "{}", batch_line(&data));
+    for (offset, stored) in (0i64..).zip(&snap.records) {
+        let _ = writeln!(dump.out, "{}", record_line(offset, stored, args));
     }
 }
 
 /// The single-node `metadata.log`: a batch line per line of the file, its records numbered by
-/// offset as the broker replays them.
+/// offset as the broker replays them (no Raft term: partitionLeaderEpoch -1).
 fn dump_file_log(path: &Path, bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump) {
     let _ = writeln!(dump.out, "Log starting offset: 0");
     let (lines, invalid) = runnel_broker::metadata_log::read_raw_lines(bytes);
     let mut offset: i64 = 0;
     for line in &lines {
-        let count = i64::try_from(line.records.len()).unwrap_or(i64::MAX);
-        let _ = writeln!(
-            dump.out,
-            "baseOffset: {offset} lastOffset: {} count: {count} position: {} size: {} crc: {} isvalid: true",
-            offset.saturating_add(count) - 1,
-            line.position,
-            line.size,
-            line.crc
-        );
+        let batch = Batch {
+            base: offset,
+            count: line.records.len(),
+            epoch: -1,
+            control: false,
+            position: line.position,
+            size: line.size,
+            crc: line.crc,
+        };
+        let _ = writeln!(dump.out, "{}", batch_line(&batch));
         for stored in &line.records {
-            let metadata = format!("offset: {offset}");
-            let _ = writeln!(
-                dump.out,
-                "{}",
-                record_line(&metadata, stored, &offset.to_string(), args)
-            );
+            let _ = writeln!(dump.out, "{}", record_line(offset, stored, args));
             offset = offset.saturating_add(1);
         }
     }
@@ -305,47 +294,5 @@ fn dump_file_log(path: &Path, bytes: &[u8], args: &DumpLogArgs, dump: &mut Dump)
         let trailing = (bytes.len() as u64).saturating_sub(position);
         let number = lines.len() as u64 + 1;
         invalid_tail(path, position, trailing, damaged, "line", number, dump);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn payloads_are_kafkas_shape() {
-        let stored: Value = serde_json::from_str(
-            r#"{"v":1,"r":{"PartitionChange":{"topic_id":"00000000-0000-0000-0000-000000000007","partition_id":0,"leader":1,"isr":null,"replicas":null,"adding_replicas":null,"removing_replicas":null}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            payload(&stored, "0"),
-            r#"{"type":"PARTITION_CHANGE_RECORD","version":1,"data":{"addingReplicas":null,"isr":null,"leader":1,"partitionId":0,"removingReplicas":null,"replicas":null,"topicId":"00000000-0000-0000-0000-000000000007"}}"#
-        );
-        // Before the envelope: version 0; a record without fields has empty data.
-        assert_eq!(
-            payload(&Value::String("NoOp".into()), "3"),
-            r#"{"type":"NO_OP_RECORD","version":0,"data":{}}"#
-        );
-        let newer: Value = serde_json::from_str(r#"{"v":9,"r":{"ShareGroupRecord":{}}}"#).unwrap();
-        let text = payload(&newer, "index 4 record 1");
-        assert!(
-            text.starts_with(
-                "Error at index 4 record 1, skipping. a metadata record has format version 9"
-            ),
-            "{text}"
-        );
-        assert!(payload(&Value::from(17), "5").starts_with("Error at 5, skipping."));
-    }
-
-    #[test]
-    fn kafka_names() {
-        assert_eq!(kafka_type_name("NoOpRecord"), "NO_OP_RECORD");
-        assert_eq!(
-            kafka_type_name("UserScramCredentialRecord"),
-            "USER_SCRAM_CREDENTIAL_RECORD"
-        );
-        assert_eq!(camel("next_producer_id"), "nextProducerId");
-        assert_eq!(camel("Topic"), "Topic");
     }
 }

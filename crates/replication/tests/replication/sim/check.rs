@@ -59,7 +59,7 @@ impl World {
             Some((lid, linc, last)) => {
                 ensure!(
                     (*lid, *linc) == (id, inc),
-                    "two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
+                    "invariant 4: two leaders in epoch {epoch}: broker {lid} (incarnation {linc}) and broker {id} (incarnation {inc})"
                 );
                 ensure!(
                     hw >= *last,
@@ -138,6 +138,9 @@ impl World {
     pub fn converged(&self) -> bool {
         let p = self.ctl.partition();
         if p.leader == -1 || p.isr.len() != BROKERS.len() || self.producer.inflight.is_some() {
+            return false;
+        }
+        if self.ctl.pipeline.in_flight() > 0 || !self.ctl.quorum.pending.is_empty() {
             return false;
         }
         let l = &self.brokers[p.leader as usize - 1];

@@ -34,6 +34,11 @@ pub enum Mutation {
     SkipTruncation,
     /// The consumer reads up to the leader's LEO instead of its HW.
     ConsumerReadsLeo,
+    /// The controller answers an operation that changed nothing at once, even while batches
+    /// it read are in flight (the shell's behaviour before it parked such answers too).
+    AnswerReadOnlyAtOnce,
+    /// The controller decides on the committed image instead of the speculative one.
+    DecideOnCommitted,
 }
 
 /// One seed's knobs, all drawn from the seed.
@@ -61,6 +66,19 @@ pub struct Params {
     pub via_fetch: bool,
     pub assignment: Vec<i32>,
     pub mutation: Option<Mutation>,
+    /// The metadata quorum (`quorum.rs`): a batch commits 1..=this many ticks after its
+    /// append (never before an earlier one), so several are in flight.
+    pub quorum_delay: u64,
+    /// Chance per appended batch that its append fails (it and what follows never commit).
+    pub append_fail_per_10k: u64,
+    /// Chance per tick that the controller loses the quorum's leadership mid-pipeline.
+    pub leader_loss_per_10k: u64,
+    /// An election after a leadership loss takes up to this many ticks.
+    pub election_ticks: u64,
+    /// Chance per tick that the quorum stalls (nothing commits for 20-150 ticks).
+    pub stall_per_10k: u64,
+    /// An answer whose records did not commit within this many ticks is REQUEST_TIMED_OUT.
+    pub commit_timeout_ticks: u64,
 }
 
 impl Params {
@@ -91,6 +109,13 @@ impl Params {
             via_fetch: r.below(2) == 0,
             assignment,
             mutation,
+            // Drawn last, so the knobs above stay what they were for every seed.
+            quorum_delay: r.pick(&[1, 3, 8]),
+            append_fail_per_10k: r.pick(&[0, 30, 150]),
+            leader_loss_per_10k: r.pick(&[0, 5, 20]),
+            election_ticks: r.pick(&[5, 20, 60]),
+            stall_per_10k: r.pick(&[0, 5, 15]),
+            commit_timeout_ticks: r.pick(&[60, 300]),
         }
     }
 }
@@ -189,6 +214,24 @@ pub enum Ev {
         hw: i64,
     },
     Settling,
+    /// The controller decides again, in this quorum term.
+    Activated {
+        term: u64,
+    },
+    /// The quorum failed the append of the batch at `first` (and dropped what followed).
+    AppendFailed {
+        first: i64,
+    },
+    /// The controller lost the quorum's leadership with batches in flight: `kept` of them
+    /// commit after the election, `dropped` never.
+    LeadershipLost {
+        kept: usize,
+        dropped: usize,
+        election: u64,
+    },
+    QuorumStalled {
+        until: u64,
+    },
 }
 
 pub struct Trace {
@@ -236,6 +279,21 @@ pub struct Stats {
     pub messages: u64,
     pub dropped: u64,
     pub final_log_len: u64,
+    // The controller's pipeline and the quorum.
+    pub batches_appended: u64,
+    pub batches_committed: u64,
+    /// In-flight batches dropped by a leadership loss.
+    pub batches_reverted: u64,
+    /// Most batches in flight at once.
+    pub max_in_flight: u64,
+    pub append_failures: u64,
+    pub leader_losses: u64,
+    /// Re-activations (a fresh pure controller and sessions) after a revert or a new term.
+    pub activations: u64,
+    pub answers_released: u64,
+    /// Answers failed NOT_CONTROLLER by a revert, and REQUEST_TIMED_OUT by a stall.
+    pub answers_failed: u64,
+    pub answers_timed_out: u64,
 }
 
 impl Stats {
@@ -270,6 +328,16 @@ impl Stats {
         self.messages += o.messages;
         self.dropped += o.dropped;
         self.final_log_len += o.final_log_len;
+        self.batches_appended += o.batches_appended;
+        self.batches_committed += o.batches_committed;
+        self.batches_reverted += o.batches_reverted;
+        self.max_in_flight = self.max_in_flight.max(o.max_in_flight);
+        self.append_failures += o.append_failures;
+        self.leader_losses += o.leader_losses;
+        self.activations += o.activations;
+        self.answers_released += o.answers_released;
+        self.answers_failed += o.answers_failed;
+        self.answers_timed_out += o.answers_timed_out;
     }
 }
 

@@ -48,6 +48,7 @@ public final class Main {
         SCENARIOS.put("consumer-classic-static", ConsumerScenarios::classicStaticMembership);
         SCENARIOS.put("consumer-protocol-consumer", ConsumerScenarios::consumerProtocol);
         SCENARIOS.put("consumer-rebalance-no-loss", ConsumerScenarios::rebalancesWithCommitsNoLoss);
+        SCENARIOS.put("consumer-protocol-coordinator-kill", GroupFailoverScenarios::consumerProtocolCoordinatorKill);
         SCENARIOS.put("consumer-rack-fetch", RackScenarios::consumeWithRack);
         SCENARIOS.put("txn-commit-abort-fence", TransactionScenarios::commitAbortFence);
         SCENARIOS.put("txn-eos-loop", ExactlyOnceScenarios::consumeTransformProduce);

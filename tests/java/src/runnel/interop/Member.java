@@ -18,7 +18,7 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * One group member: a subscribed KafkaConsumer polled by the scenario's thread, which commits
  * synchronously after every non-empty poll and before giving partitions up, and records what it
- * read and every rebalance callback.
+ * read and every rebalance callback (assigned, revoked, lost).
  */
 final class Member implements ConsumerRebalanceListener, AutoCloseable {
     final String name;
@@ -27,6 +27,7 @@ final class Member implements ConsumerRebalanceListener, AutoCloseable {
     final Set<TopicPartition> owned = new HashSet<>();
     final List<Set<TopicPartition>> revocations = new ArrayList<>();
     final List<Set<TopicPartition>> assignments = new ArrayList<>();
+    final List<Set<TopicPartition>> losses = new ArrayList<>();
     int commitFailures;
     private boolean closed;
 
@@ -77,6 +78,9 @@ final class Member implements ConsumerRebalanceListener, AutoCloseable {
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
+        if (!partitions.isEmpty()) {
+            losses.add(new HashSet<>(partitions));
+        }
         owned.removeAll(partitions);
     }
 
