@@ -1,11 +1,14 @@
 //! The broker's `group.consumer.*` properties (KIP-848 groups), checked as Kafka's
 //! `GroupCoordinatorConfig` checks them: every interval at least 1 ms, each default inside its
 //! min/max bounds, the heartbeat interval below the session timeout, and assignors Kafka knows
-//! (by short name or by Kafka's class name). An invalid value is a startup error.
+//! (by short name or by Kafka's class name), and `group.consumer.migration.policy` one of
+//! Kafka's four values (case-insensitive). An invalid value is a startup error.
 
 use std::collections::BTreeMap;
 
-use runnel_group::consumer_group::{ConsumerGroupConfig, GroupTimeouts, KNOWN_ASSIGNORS};
+use runnel_group::consumer_group::{
+    ConsumerGroupConfig, GroupTimeouts, MigrationPolicy, KNOWN_ASSIGNORS,
+};
 use runnel_metadata::{effective_group_config, BrokerDefaults, ConfigResource, MetadataImage};
 
 use crate::config::BrokerConfig;
@@ -42,11 +45,22 @@ pub fn consumer_group_config(config: &BrokerConfig) -> Result<ConsumerGroupConfi
         ));
     }
     let max_size = usize::try_from(ms("group.consumer.max.size")?).unwrap_or(usize::MAX);
+    let policy = config.str("group.consumer.migration.policy");
+    let migration_policy = MigrationPolicy::parse(policy).ok_or_else(|| {
+        invalid(
+            "group.consumer.migration.policy",
+            policy,
+            "must be one of bidirectional, upgrade, downgrade, disabled",
+        )
+    })?;
     Ok(ConsumerGroupConfig {
         session_timeout_ms: session,
         heartbeat_interval_ms: interval,
         assignors: assignors(config.str("group.consumer.assignors"))?,
         max_size,
+        migration_policy,
+        // `group.max.size`: the group task sets it from the classic groups' config.
+        ..ConsumerGroupConfig::default()
     })
 }
 

@@ -30,10 +30,12 @@ pub mod batch_size;
 pub mod codec;
 pub mod config;
 pub mod consumer_group;
+pub mod consumer_protocol;
 pub mod coordinator;
 pub mod errors;
 mod group;
 mod member;
+pub mod migration;
 pub mod partitioner;
 pub mod state;
 pub mod subscription;
@@ -46,9 +48,9 @@ pub use api::{
 pub use codec::CodecError;
 pub use config::GroupConfig;
 pub use consumer_group::{
-    ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups, ConsumerHeartbeat,
-    ConsumerHeartbeatResponse, ConsumerMemberDescription, DescribedTopicPartitions, GroupTimeouts,
-    TopicRegex, TopicsView,
+    ClassicMemberMetadata, ConsumerGroupConfig, ConsumerGroupDescription, ConsumerGroups,
+    ConsumerHeartbeat, ConsumerHeartbeatResponse, ConsumerMemberDescription,
+    DescribedTopicPartitions, GroupTimeouts, MigrationPolicy, TopicRegex, TopicsView,
 };
 pub use coordinator::{FetchedOffset, GroupCoordinator, MemberIdGenerator, OffsetCommit};
 pub use member::NEW_MEMBER_JOIN_TIMEOUT_MS;

@@ -19,12 +19,7 @@ pub fn subscription_topics(b: &[u8]) -> Result<Vec<String>, CodecError> {
     if version < 0 {
         return Err(CodecError::UnsupportedVersion(version));
     }
-    let n = r.array_len(2)?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        topics.push(r.string()?);
-    }
-    Ok(topics)
+    crate::consumer_protocol::read_topics(&mut r)
 }
 
 /// The union of the members' subscribed topics, or None when any subscription is unreadable

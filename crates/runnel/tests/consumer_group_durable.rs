@@ -2,8 +2,8 @@
 //! again on its data dir answers the members' next heartbeats at the epochs and with the
 //! assignments they had (their records are replayed from `__consumer_offsets`), instead of
 //! UNKNOWN_MEMBER_ID and a rejoin storm. Also the protocol rules around them: ListGroups v5
-//! (group types), OffsetFetch v9 (member epochs), and one group id never running both
-//! protocols at once.
+//! (group types), OffsetFetch v9 (member epochs), and the migration between the protocols (a
+//! classic member served by a consumer group, a refused upgrade).
 
 mod support;
 
@@ -156,7 +156,7 @@ fn a_restarted_coordinator_keeps_member_epochs_and_assignments() {
 }
 
 #[test]
-fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
+fn list_groups_v5_offset_fetch_v9_and_migration_on_the_wire() {
     let dir = tempfile::tempdir().unwrap();
     let broker = TestBroker::start(
         dir.path(),
@@ -180,7 +180,10 @@ fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
         .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
         )
         .with_name(s("range"))
-        .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]))]);
+        // ConsumerProtocolSubscription v0: no topics, null user data.
+        .with_metadata(bytes::Bytes::from_static(&[
+            0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+        ]))]);
     let r: JoinGroupResponse = wire.call(ApiKey::JoinGroup, 3, &join);
     assert_eq!(r.error_code, 0);
 
@@ -223,16 +226,156 @@ fn list_groups_v5_offset_fetch_v9_and_one_protocol_per_group() {
     assert_eq!(fetch(&mut wire, Some("stranger"), m.epoch), 25);
     assert_eq!(fetch(&mut wire, None, -1), 0, "an admin's fetch");
 
-    // One protocol per group id: a classic join to the consumer group, and a KIP-848
-    // heartbeat to the classic group, are refused as Kafka refuses them without migration.
+    // Migration: a classic join to the consumer group is served by it (Kafka does so
+    // whatever `group.consumer.migration.policy` says): the answer names no leader, carries
+    // the member's epoch as the generation and the protocol it listed. A KIP-848 heartbeat to
+    // the classic group cannot upgrade it (its member never synced, so it has no assignment
+    // to keep) and is refused as without migration.
     let r: JoinGroupResponse = wire.call(
         ApiKey::JoinGroup,
         3,
         &join.clone().with_group_id(GroupId(s("g"))),
     );
-    assert_eq!(r.error_code, 23, "INCONSISTENT_GROUP_PROTOCOL");
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert!(!r.member_id.is_empty() && r.leader.is_empty(), "{r:?}");
+    assert_eq!(r.protocol_name.as_deref(), Some("range"));
+    assert!(r.generation_id > 0, "{r:?}");
     let r = Member::new("cg", "member-c-0000000001").heartbeat(&mut wire);
     assert_eq!(r.error_code, 69, "GROUP_ID_NOT_FOUND: {r:?}");
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("Group cg is not a consumer group")
+    );
+}
+
+/// ConsumerProtocolSubscription v0 of topic "t" (no user data).
+const SUBSCRIPTION_T: &[u8] = &[0, 0, 0, 0, 0, 1, 0, 1, b't', 0xff, 0xff, 0xff, 0xff];
+
+/// ConsumerProtocolAssignment v0 of "t" partitions 0..4.
+fn assignment_all() -> bytes::Bytes {
+    let mut b = vec![0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 4];
+    for p in 0..4i32 {
+        b.extend_from_slice(&p.to_be_bytes());
+    }
+    b.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
+    bytes::Bytes::from(b)
+}
+
+/// How many partitions an embedded assignment of one topic holds.
+fn assigned_count(a: &[u8]) -> i32 {
+    if a.len() < 12 {
+        return 0;
+    }
+    let name = usize::from(u16::from_be_bytes([a[6], a[7]]));
+    let at = 8 + name;
+    i32::from_be_bytes([a[at], a[at + 1], a[at + 2], a[at + 3]])
+}
+
+fn classic_join(wire: &mut Wire, group: &str, member: &str) -> JoinGroupResponse {
+    let req = JoinGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member))
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default(
+        )
+        .with_name(s("range"))
+        .with_metadata(bytes::Bytes::from_static(SUBSCRIPTION_T))]);
+    wire.call(ApiKey::JoinGroup, 5, &req)
+}
+
+fn classic_sync(
+    wire: &mut Wire,
+    group: &str,
+    member: &str,
+    generation: i32,
+    assignment: Option<bytes::Bytes>,
+) -> SyncGroupResponse {
+    let assignments = assignment
+        .map(|a| {
+            vec![sync_group_request::SyncGroupRequestAssignment::default()
+                .with_member_id(s(member))
+                .with_assignment(a)]
+        })
+        .unwrap_or_default();
+    let req = SyncGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member))
+        .with_generation_id(generation)
+        .with_protocol_type(Some(s("consumer")))
+        .with_protocol_name(Some(s("range")))
+        .with_assignments(assignments);
+    wire.call(ApiKey::SyncGroup, 5, &req)
+}
+
+fn classic_heartbeat(wire: &mut Wire, group: &str, member: &str, generation: i32) -> i16 {
+    let req = HeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member))
+        .with_generation_id(generation);
+    let resp: HeartbeatResponse = wire.call(ApiKey::Heartbeat, 4, &req);
+    resp.error_code
+}
+
+/// Caught: a KIP-848 heartbeat to a classic group with members was refused, and nothing
+/// wrote a classic member inside a consumer group. Now the group is upgraded, and a broker
+/// killed and restarted rebuilds it with its classic member (same epoch and partitions, known
+/// to its next Heartbeat), which rejoins and gets its share.
+#[test]
+fn a_restarted_coordinator_keeps_a_migrated_group_with_its_classic_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = TestBroker::start(
+        dir.path(),
+        &[
+            "offsets.topic.num.partitions=1",
+            "group.initial.rebalance.delay.ms=0",
+        ],
+    );
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("t", 4, 1, &[]).0, 0);
+    wait_for_coordinator(&broker.addr, "g");
+    let r = classic_join(&mut wire, "g", "");
+    assert_eq!(r.error_code, 79, "MEMBER_ID_REQUIRED");
+    let id = r.member_id.to_string();
+    let r = classic_join(&mut wire, "g", &id);
+    assert_eq!((r.error_code, r.leader.to_string()), (0, id.clone()));
+    let generation = r.generation_id;
+    let r = classic_sync(&mut wire, "g", &id, generation, Some(assignment_all()));
+    assert_eq!((r.error_code, assigned_count(&r.assignment)), (0, 4));
+
+    let mut k = Member::new("g", "member-k-0000000001");
+    let r = k.heartbeat(&mut wire);
+    assert_eq!(r.error_code, 0, "upgraded: {r:?}");
+    let before = summary(&describe(&mut wire, "g"));
+    assert_eq!(
+        before.2[&id].0, generation,
+        "the classic generation is its epoch"
+    );
+    assert_eq!(
+        before.2[&id].1.values().map(BTreeSet::len).sum::<usize>(),
+        4
+    );
+
+    broker.restart();
+    wait_for_coordinator(&broker.addr, "g");
+    let mut wire = broker.connect();
+    assert_eq!(summary(&describe(&mut wire, "g")), before);
+    assert_eq!(
+        classic_heartbeat(&mut wire, "g", &id, generation),
+        27,
+        "known and told to rejoin (not UNKNOWN_MEMBER_ID)"
+    );
+    let r = classic_join(&mut wire, "g", &id);
+    assert_eq!(r.error_code, 0, "{r:?}");
+    assert!(r.generation_id > generation && r.leader.is_empty(), "{r:?}");
+    let r2 = classic_sync(&mut wire, "g", &id, r.generation_id, None);
+    assert_eq!((r2.error_code, assigned_count(&r2.assignment)), (0, 2));
+    wait_until("the KIP-848 member gets the other two", || {
+        assert_eq!(k.heartbeat(&mut wire).error_code, 0);
+        k.owned.values().map(BTreeSet::len).sum::<usize>() == 2
+    });
+    assert_eq!(classic_heartbeat(&mut wire, "g", &id, r.generation_id), 0);
 }
 
 /// `group.coordinator.rebalance.protocols=classic` turns KIP-848 off as in Kafka: both

@@ -111,6 +111,7 @@ pub(super) const DEFAULTS: &[Def] = &[
         "org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor",
     ),
     def("group.consumer.max.size", "2147483647"),
+    def("group.consumer.migration.policy", "bidirectional"),
     // Which group protocols the coordinator serves (`BrokerSettings::consumer_protocol_enabled`).
     def("group.coordinator.rebalance.protocols", "classic,consumer"),
     def("offset.metadata.max.bytes", "4096"),

@@ -251,3 +251,26 @@ fn toml_file_is_flattened() {
     assert_eq!(c.str("num.partitions"), "4");
     assert_eq!(c.str("log.retention.ms"), "1000");
 }
+
+/// `group.consumer.migration.policy`: Kafka's default and values (case-insensitive); anything
+/// else refuses to start.
+#[test]
+fn migration_policy_is_validated() {
+    use runnel_group::MigrationPolicy;
+    let policy = |overrides: &[&str]| {
+        BrokerConfig::from_args(&args(overrides)).map(|c| {
+            crate::consumer_group_settings::consumer_group_config(&c)
+                .unwrap()
+                .migration_policy
+        })
+    };
+    assert_eq!(policy(&[]).unwrap(), MigrationPolicy::Bidirectional);
+    assert_eq!(
+        policy(&["group.consumer.migration.policy=Disabled"]).unwrap(),
+        MigrationPolicy::Disabled
+    );
+    let e = policy(&["group.consumer.migration.policy=sideways"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("group.consumer.migration.policy"), "{e}");
+}

@@ -15,7 +15,8 @@
 //! leadership leaves. A write that cannot replicate delays only the answers that depend on it.
 //!
 //! This file holds the task (commands, leadership, load, tick); `handle` its typed entry
-//! points, `consumer` the KIP-848 groups, `offsets` the offset commits, `admin` ListGroups and
+//! points, `consumer` the KIP-848 groups (with classic members inside them and the online
+//! migration between the protocols), `offsets` the offset commits, `admin` ListGroups and
 //! DeleteGroups, `persist` the writes and the answers parked on them.
 
 use std::collections::{BTreeMap, HashMap};
@@ -179,6 +180,11 @@ pub fn spawn(
     image: watch::Receiver<Arc<MetadataImage>>,
 ) -> GroupHandle {
     let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+    // A downgrade may not make a classic group larger than `group.max.size`.
+    let consumer_config = ConsumerGroupConfig {
+        classic_max_size: config.max_size,
+        ..consumer_config
+    };
     let manager = GroupManager {
         node_id,
         config,
@@ -364,6 +370,9 @@ impl GroupManager {
         let now = now_ms();
         match command {
             Command::Join(req, reply) => match self.route(&req.group_id) {
+                Ok(p) if self.consumer_serves(p, &req.group_id, true) => {
+                    self.classic_join_to_consumer(p, now, req, reply)
+                }
                 Ok(p) => {
                     if let Err(code) = self.classic_join_allowed(p, &req.group_id) {
                         let _ = reply.send(join_error(code, req.member_id));
@@ -379,6 +388,9 @@ impl GroupManager {
                 }
             },
             Command::Sync(req, reply) => match self.route(&req.group_id) {
+                Ok(p) if self.consumer_serves(p, &req.group_id, false) => {
+                    self.classic_sync_to_consumer(p, now, req, reply)
+                }
                 Ok(p) => {
                     let id = self.request_id();
                     self.pending.insert(id, Pending::Sync(p, reply));
@@ -391,12 +403,18 @@ impl GroupManager {
             },
             Command::Heartbeat(req, reply) => {
                 let code = match self.route(&req.group_id) {
+                    Ok(p) if self.consumer_serves(p, &req.group_id, false) => {
+                        self.classic_heartbeat_to_consumer(p, now, &req)
+                    }
                     Ok(p) => self.coordinator(p).heartbeat(now, &req),
                     Err(code) => code,
                 };
                 let _ = reply.send(code);
             }
             Command::Leave(group_id, members, reply) => match self.route(&group_id) {
+                Ok(p) if self.consumer_serves(p, &group_id, false) => {
+                    self.classic_leave_to_consumer(p, now, group_id, members, reply)
+                }
                 Ok(p) => {
                     let (code, codes, outputs) =
                         self.coordinator(p).leave(now, &group_id, &members);
@@ -512,18 +530,7 @@ impl GroupManager {
             let outputs = self.coordinator(p).tick(now);
             self.apply_outputs(p, outputs);
         }
-        let partitions: Vec<i32> = self.consumer_groups.keys().copied().collect();
-        for p in partitions {
-            let Some(groups) = self.consumer_groups.get_mut(&p) else {
-                continue;
-            };
-            groups.tick(now, &self.topics);
-            let records = groups.take_records();
-            if let Written::Failed(code) = self.persist(p, records) {
-                tracing::warn!(partition = p, code, "consumer group records not appended");
-                self.consumer_groups_of(p).revert_records();
-            }
-        }
+        self.tick_consumer_groups(now);
         for (waiter, outcome) in self.purgatory.expire(now) {
             tracing::warn!("group records not replicated in time");
             self.finish(waiter, outcome_code(outcome));

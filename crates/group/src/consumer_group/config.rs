@@ -5,6 +5,48 @@
 /// The assignors Runnel implements; `group.consumer.assignors` may only name these.
 pub const KNOWN_ASSIGNORS: [&str; 2] = ["uniform", "range"];
 
+/// `group.consumer.migration.policy` (Kafka's `ConsumerGroupMigrationPolicy`): which online
+/// conversions of a group *with members* are allowed: a classic group to a consumer group when
+/// a member joins with ConsumerGroupHeartbeat (upgrade), a consumer group back to a classic
+/// group when its last consumer-protocol member leaves (downgrade). Empty groups convert
+/// either way whatever the policy; classic members inside a consumer group are served either
+/// way too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    #[default]
+    Bidirectional,
+    Upgrade,
+    Downgrade,
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// Kafka's values, case-insensitive (`None` for anything else: a startup error).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "bidirectional" => Some(MigrationPolicy::Bidirectional),
+            "upgrade" => Some(MigrationPolicy::Upgrade),
+            "downgrade" => Some(MigrationPolicy::Downgrade),
+            "disabled" => Some(MigrationPolicy::Disabled),
+            _ => None,
+        }
+    }
+
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Upgrade
+        )
+    }
+
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
+        )
+    }
+}
+
 /// `group.consumer.*` settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerGroupConfig {
@@ -19,6 +61,11 @@ pub struct ConsumerGroupConfig {
     pub assignors: Vec<String>,
     /// `group.consumer.max.size`: members per group.
     pub max_size: usize,
+    /// `group.consumer.migration.policy`.
+    pub migration_policy: MigrationPolicy,
+    /// `group.max.size` (the classic groups' cap): a downgrade that would exceed it is not
+    /// done (Kafka's `validateOnlineDowngrade`).
+    pub classic_max_size: usize,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -28,6 +75,8 @@ impl Default for ConsumerGroupConfig {
             heartbeat_interval_ms: 5_000,
             assignors: vec!["uniform".to_string(), "range".to_string()],
             max_size: i32::MAX as usize,
+            migration_policy: MigrationPolicy::Bidirectional,
+            classic_max_size: i32::MAX as usize,
         }
     }
 }
@@ -59,6 +108,29 @@ mod tests {
         assert_eq!(c.session_timeout_ms, 45_000);
         assert_eq!(c.heartbeat_interval_ms, 5_000);
         assert_eq!(c.enabled_assignors(), vec!["uniform", "range"]);
+    }
+
+    #[test]
+    fn migration_policies_parse_as_kafka_does() {
+        assert_eq!(
+            ConsumerGroupConfig::default().migration_policy,
+            MigrationPolicy::Bidirectional
+        );
+        let table = [
+            ("bidirectional", true, true),
+            ("UPGRADE", true, false),
+            ("Downgrade", false, true),
+            ("disabled", false, false),
+        ];
+        for (raw, up, down) in table {
+            let p = MigrationPolicy::parse(raw).unwrap();
+            assert_eq!(
+                (p.upgrade_enabled(), p.downgrade_enabled()),
+                (up, down),
+                "{raw}"
+            );
+        }
+        assert_eq!(MigrationPolicy::parse("both"), None);
     }
 
     #[test]

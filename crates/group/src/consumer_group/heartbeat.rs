@@ -123,47 +123,17 @@ impl ConsumerGroups {
         };
         let owned: Owned<'_> = req.topic_partitions.as_deref();
         let (old, replaced) = resolve_member(g, &member_id, req, owned)?;
-
-        // 1. Update the member; bump the group epoch on a subscription or metadata change.
         let updated = apply_request(&old, req, client);
-        let mut bump = g.group_epoch == 0 || old.subscription_differs(&updated);
-        if let Some(prev) = &replaced {
-            // The new incarnation inherits the target of the instance id.
-            let target = g.target.remove(prev);
-            g.remove_member(prev);
-            if let Some(t) = target {
-                g.target.insert(member_id.clone(), t);
-            }
-        }
-        g.put_member(updated.clone());
-        let metadata = g.compute_subscription_metadata(topics);
-        if metadata != g.subscription_metadata {
-            g.subscription_metadata = metadata;
-            bump = true;
-        }
-        if bump {
-            g.group_epoch = g.group_epoch.saturating_add(1);
-            tracing::info!(group = %g.id, epoch = g.group_epoch, "bumped group epoch");
-        }
-
-        // 2. Target assignment.
-        if g.group_epoch > g.assignment_epoch {
-            g.update_target(&self.assignors[0]);
-        }
-
-        // 3. Reconcile this member.
-        let mut next = updated.clone();
-        if !updated.is_reconciled_to(g.assignment_epoch) {
-            let empty = Assignment::new();
-            let target = g.target.get(&member_id).unwrap_or(&empty);
-            let owners = g.owners();
-            let busy = |t: Uuid, p: i32| owners.get(&(t, p)).is_some_and(|o| *o != member_id);
-            next = reconcile(&updated, g.assignment_epoch, target, &busy, owned);
-            if next != updated {
-                next.revocation_deadline_ms = (next.state == MemberState::UnrevokedPartitions)
-                    .then(|| now_ms.saturating_add(i64::from(next.rebalance_timeout_ms.max(0))));
-            }
-        }
+        let mut next = advance(
+            g,
+            &self.assignors[0],
+            &old,
+            updated,
+            replaced.as_deref(),
+            owned,
+            now_ms,
+            topics,
+        );
         next.session_deadline_ms =
             now_ms.saturating_add(i64::from(timeouts.session_timeout_ms.max(0)));
         let full = req.member_epoch == 0
@@ -182,6 +152,62 @@ impl ConsumerGroups {
         g.put_member(next);
         Ok(resp)
     }
+}
+
+/// Steps 1-3 of a heartbeat, shared with a classic member's JoinGroup (Kafka's
+/// `consumerGroupHeartbeat` / `classicGroupJoinToConsumerGroup`): (1) store `updated` (in place
+/// of `replaced`, a static member's previous incarnation, whose target it inherits) and bump
+/// the group epoch if its subscription or the subscribed topics' metadata changed; (2)
+/// recompute the target if the group epoch moved past it; (3) reconcile the member towards its
+/// target given what the client reports owning. Returns the reconciled member, which the
+/// caller stores once it has set its deadlines. A consumer-protocol member that must revoke
+/// gets a revocation deadline; classic members are timed by their join and sync deadlines.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn advance(
+    g: &mut ConsumerGroup,
+    default_assignor: &str,
+    old: &Member,
+    updated: Member,
+    replaced: Option<&str>,
+    owned: Owned<'_>,
+    now_ms: i64,
+    topics: &TopicsView,
+) -> Member {
+    let member_id = updated.id.clone();
+    let mut bump = g.group_epoch == 0 || old.subscription_differs(&updated);
+    if let Some(prev) = replaced {
+        let target = g.target.remove(prev);
+        g.remove_member(prev);
+        if let Some(t) = target {
+            g.target.insert(member_id.clone(), t);
+        }
+    }
+    g.put_member(updated.clone());
+    let metadata = g.compute_subscription_metadata(topics);
+    if metadata != g.subscription_metadata {
+        g.subscription_metadata = metadata;
+        bump = true;
+    }
+    if bump {
+        g.group_epoch = g.group_epoch.saturating_add(1);
+        tracing::info!(group = %g.id, epoch = g.group_epoch, "bumped group epoch");
+    }
+    if g.group_epoch > g.assignment_epoch {
+        g.update_target(default_assignor);
+    }
+    if updated.is_reconciled_to(g.assignment_epoch) {
+        return updated;
+    }
+    let empty = Assignment::new();
+    let target = g.target.get(&member_id).unwrap_or(&empty);
+    let owners = g.owners();
+    let busy = |t: Uuid, p: i32| owners.get(&(t, p)).is_some_and(|o| *o != member_id);
+    let mut next = reconcile(&updated, g.assignment_epoch, target, &busy, owned);
+    if next != updated && next.classic.is_none() {
+        next.revocation_deadline_ms = (next.state == MemberState::UnrevokedPartitions)
+            .then(|| now_ms.saturating_add(i64::from(next.rebalance_timeout_ms.max(0))));
+    }
+    next
 }
 
 /// Finds (or creates) the member a heartbeat is about, with Kafka's static-membership and
@@ -341,5 +367,9 @@ fn apply_request(old: &Member, req: &ConsumerHeartbeat, client: ClientInfo<'_>) 
     if !client.client_host.is_empty() {
         m.client_host = client.client_host.to_string();
     }
+    // A member heartbeating with this API uses the consumer protocol (Kafka clears it too).
+    m.classic = None;
+    m.join_deadline_ms = None;
+    m.sync_deadline_ms = None;
     m
 }

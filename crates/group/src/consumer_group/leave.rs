@@ -66,7 +66,8 @@ impl ConsumerGroups {
             }
         } else {
             tracing::info!(group = %g.id, member = %member_id, "member left");
-            fence_member(g, &member_id, topics);
+            let group_id = g.id.clone();
+            self.fence(&group_id, &member_id, topics);
         }
         Ok(ConsumerHeartbeatResponse {
             error_code: NONE,

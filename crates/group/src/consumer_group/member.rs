@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::api::Assignment;
+pub use super::records::ClassicMemberMetadata;
 
 /// Epoch a static member holds after leaving with -2: it keeps its assignment for a restart.
 pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
@@ -60,6 +61,15 @@ pub(crate) struct Member {
     /// Set while in `UnrevokedPartitions`: fenced if the revocation is not acknowledged by
     /// then, so a stuck member cannot block the others forever.
     pub revocation_deadline_ms: Option<i64>,
+    /// Set for a member that speaks the classic protocol (JoinGroup / SyncGroup / Heartbeat)
+    /// inside this group (Kafka's `classicMemberMetadata`); durable.
+    pub classic: Option<ClassicMemberMetadata>,
+    /// A classic member told to rejoin (REBALANCE_IN_PROGRESS) is fenced if it has not
+    /// joined by then (Kafka's join timeout, the member's rebalance timeout).
+    pub join_deadline_ms: Option<i64>,
+    /// A classic member that joined is fenced if it has not synced by then (Kafka's sync
+    /// timeout, the member's rebalance timeout).
+    pub sync_deadline_ms: Option<i64>,
 }
 
 impl Member {
@@ -82,7 +92,18 @@ impl Member {
             pending_revocation: Assignment::new(),
             session_deadline_ms: 0,
             revocation_deadline_ms: None,
+            classic: None,
+            join_deadline_ms: None,
+            sync_deadline_ms: None,
         }
+    }
+
+    /// The session timeout the member runs with: its own for a classic member (it chose it in
+    /// JoinGroup), the group's otherwise.
+    pub fn session_timeout_ms(&self, group_session_timeout_ms: i32) -> i32 {
+        self.classic
+            .as_ref()
+            .map_or(group_session_timeout_ms, |c| c.session_timeout_ms)
     }
 
     /// Kafka's `updateMemberEpoch`: the previous epoch always becomes the current one, even if

@@ -17,6 +17,7 @@ mod api;
 mod assignor;
 mod assignor_range;
 mod assignor_uniform;
+mod classic;
 pub mod codes;
 mod config;
 mod describe;
@@ -24,6 +25,7 @@ mod group;
 mod heartbeat;
 mod leave;
 mod member;
+mod migration;
 mod reconcile;
 pub mod records;
 mod regex;
@@ -37,10 +39,12 @@ pub use api::{
     Assignment, ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatResponse,
     ConsumerMemberDescription, DescribedTopicPartitions, TopicsView,
 };
-pub use config::{ConsumerGroupConfig, KNOWN_ASSIGNORS};
+pub use config::{ConsumerGroupConfig, MigrationPolicy, KNOWN_ASSIGNORS};
 pub use group::ConsumerGroupState;
 pub use heartbeat::ClientInfo;
-pub use member::{MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
+pub use member::{
+    ClassicMemberMetadata, MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+};
 /// The topic-pattern engine, shared with the tools that take Kafka's `--topic` regexes.
 pub use regex::Regex as TopicRegex;
 pub use validate::CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION;
@@ -51,14 +55,20 @@ use codes::*;
 use group::ConsumerGroup;
 pub use records::{is_consumer_group_key, DurableGroup};
 
-/// The member-epoch rule of offset commits and fetches: the member exists (25
-/// UNKNOWN_MEMBER_ID) and sends exactly its current epoch (113 STALE_MEMBER_EPOCH).
+/// The member-epoch rule of offset commits and fetches (Kafka's `validateMemberEpoch`): the
+/// member exists (25 UNKNOWN_MEMBER_ID) and sends exactly its current epoch (113
+/// STALE_MEMBER_EPOCH; 22 ILLEGAL_GENERATION for a classic member, whose epoch is its
+/// generation).
 fn check_member_epoch(g: &ConsumerGroup, member_id: &str, member_epoch: i32) -> Result<(), i16> {
     let Some(m) = g.members.get(member_id) else {
         return Err(UNKNOWN_MEMBER_ID);
     };
     if m.member_epoch != member_epoch {
-        return Err(STALE_MEMBER_EPOCH);
+        return Err(if m.classic.is_some() {
+            crate::errors::ILLEGAL_GENERATION
+        } else {
+            STALE_MEMBER_EPOCH
+        });
     }
     Ok(())
 }
@@ -89,6 +99,9 @@ pub struct ConsumerGroups {
     /// What the last `take_records` covered: per group, its state and durable projection
     /// before, so a failed append can put both back.
     undo: BTreeMap<String, (Option<ConsumerGroup>, Option<DurableGroup>)>,
+    /// Groups a fence turned back into classic groups, for the classic coordinator
+    /// ([`crate::migration::Shard`] hands them over in the same step).
+    downgrades: Vec<crate::migration::ConvertedGroup>,
 }
 
 impl std::fmt::Debug for ConsumerGroups {
@@ -120,6 +133,7 @@ impl ConsumerGroups {
             durable: BTreeMap::new(),
             touched: BTreeMap::new(),
             undo: BTreeMap::new(),
+            downgrades: Vec::new(),
         }
     }
 
@@ -151,8 +165,8 @@ impl ConsumerGroups {
         self.groups.contains_key(group_id)
     }
 
-    /// Whether `group_id` is a KIP-848 group with members (a classic JoinGroup may not join
-    /// it, see `group_manager`).
+    /// Whether `group_id` is a KIP-848 group with members (a classic JoinGroup to it is
+    /// served by the group, see [`crate::migration::Shard`]).
     pub fn has_members(&self, group_id: &str) -> bool {
         self.groups
             .get(group_id)
@@ -247,6 +261,7 @@ impl ConsumerGroups {
     /// returned (their append failed): those groups are back as they were before, the other
     /// groups are untouched.
     pub fn revert_records(&mut self) {
+        self.downgrades.clear();
         for (id, (group, durable)) in std::mem::take(&mut self.undo) {
             match group {
                 Some(g) => self.groups.insert(id.clone(), g),

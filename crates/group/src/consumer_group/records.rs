@@ -7,7 +7,7 @@
 //! |-------------|---------------------------------------|----------------------------------------------|
 //! | 3           | ConsumerGroupMetadataKey (group)      | group epoch                                  |
 //! | 4           | ConsumerGroupPartitionMetadataKey     | subscribed topics: id, name, partitions      |
-//! | 5           | ConsumerGroupMemberMetadataKey (+member) | instance/rack/client ids, subscription, rebalance timeout, assignor |
+//! | 5           | ConsumerGroupMemberMetadataKey (+member) | instance/rack/client ids, subscription, rebalance timeout, assignor; tag 0: a classic member's session timeout and protocols |
 //! | 6           | ConsumerGroupTargetAssignmentMetadataKey | assignment epoch                          |
 //! | 7           | ConsumerGroupTargetAssignmentMemberKey (+member) | the member's target partitions    |
 //! | 8           | ConsumerGroupCurrentMemberAssignmentKey (+member) | member epoch, previous epoch, state, assigned and pending-revocation partitions |
@@ -168,8 +168,17 @@ impl ConsumerGroupKey {
     }
 }
 
-/// `ConsumerGroupMemberMetadataValue` v0 (the `ClassicMemberMetadata` tag is not written:
-/// Runnel's consumer groups hold consumer-protocol members only).
+/// The `ClassicMemberMetadata` of a member that uses the classic protocol inside a consumer
+/// group (tagged field 0 of `ConsumerGroupMemberMetadataValue`): the session timeout it asked
+/// for and the protocols (assignor name, subscription bytes) of its last JoinGroup.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    pub protocols: Vec<(String, Bytes)>,
+}
+
+/// `ConsumerGroupMemberMetadataValue` v0, with its tagged `ClassicMemberMetadata` for a member
+/// that uses the classic protocol.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MemberMetadata {
     pub instance_id: Option<String>,
@@ -181,6 +190,7 @@ pub struct MemberMetadata {
     pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 /// `ConsumerGroupCurrentMemberAssignmentValue` v0.
@@ -257,8 +267,8 @@ impl DurableGroup {
     }
 
     /// The group this projection describes, its members' deadlines started at `now_ms`
-    /// (`session_timeout_ms` for the session, the member's rebalance timeout for a pending
-    /// revocation, as Kafka reschedules both timers on load).
+    /// (`session_timeout_ms`, or a classic member's own, for the session; the member's
+    /// rebalance timeout for a pending revocation, as Kafka reschedules both timers on load).
     pub(crate) fn into_group(
         self,
         id: &str,
@@ -280,6 +290,7 @@ impl DurableGroup {
             m.subscribed_topic_regex = meta.subscribed_topic_regex;
             m.rebalance_timeout_ms = meta.rebalance_timeout_ms;
             m.server_assignor = meta.server_assignor;
+            m.classic = meta.classic;
             if let Some(c) = current.remove(&mid) {
                 m.member_epoch = c.member_epoch;
                 m.previous_member_epoch = c.previous_member_epoch;
@@ -287,7 +298,8 @@ impl DurableGroup {
                 m.assigned = c.assigned;
                 m.pending_revocation = c.pending_revocation;
             }
-            m.session_deadline_ms = now_ms.saturating_add(i64::from(session_timeout_ms.max(0)));
+            let session = m.session_timeout_ms(session_timeout_ms);
+            m.session_deadline_ms = now_ms.saturating_add(i64::from(session.max(0)));
             m.revocation_deadline_ms = (m.state == MemberState::UnrevokedPartitions)
                 .then(|| now_ms.saturating_add(i64::from(m.rebalance_timeout_ms.max(0))));
             g.put_member(m);
@@ -311,6 +323,7 @@ fn member_metadata(m: &Member) -> MemberMetadata {
         subscribed_topic_regex: m.subscribed_topic_regex.clone(),
         rebalance_timeout_ms: m.rebalance_timeout_ms,
         server_assignor: m.server_assignor.clone(),
+        classic: m.classic.clone(),
     }
 }
 
@@ -634,6 +647,45 @@ fn partition_metadata_value(m: &BTreeMap<String, (Uuid, i32)>) -> Bytes {
     b.freeze()
 }
 
+fn put_compact_bytes(b: &mut BytesMut, v: &[u8]) {
+    put_len(b, v.len());
+    b.put_slice(v);
+}
+
+/// The `ClassicMemberMetadata` struct (flexible): session timeout, supported protocols.
+fn classic_metadata_struct(c: &ClassicMemberMetadata) -> BytesMut {
+    let mut b = BytesMut::with_capacity(32);
+    b.put_i32(c.session_timeout_ms);
+    put_len(&mut b, c.protocols.len());
+    for (name, metadata) in &c.protocols {
+        put_compact_str(&mut b, name);
+        put_compact_bytes(&mut b, metadata);
+        put_no_tags(&mut b);
+    }
+    put_no_tags(&mut b);
+    b
+}
+
+/// The member value's tagged fields: tag 0 `ClassicMemberMetadata` when set, written as
+/// Kafka's generated code writes a nullable struct in a tagged field (its size counts a
+/// leading presence byte, 1).
+fn put_member_tags(b: &mut BytesMut, classic: Option<&ClassicMemberMetadata>) {
+    let Some(c) = classic else {
+        return put_no_tags(b);
+    };
+    let body = classic_metadata_struct(c);
+    put_uvarint(b, 1);
+    put_uvarint(b, 0);
+    put_uvarint(
+        b,
+        u64::try_from(body.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1),
+    );
+    put_uvarint(b, 1);
+    b.put_slice(&body);
+}
+
 fn member_metadata_value(m: &MemberMetadata) -> Bytes {
     let mut b = value_header();
     put_compact_nullable_str(&mut b, m.instance_id.as_deref());
@@ -647,7 +699,7 @@ fn member_metadata_value(m: &MemberMetadata) -> Bytes {
     put_compact_nullable_str(&mut b, m.subscribed_topic_regex.as_deref());
     b.put_i32(m.rebalance_timeout_ms);
     put_compact_nullable_str(&mut b, m.server_assignor.as_deref());
-    put_no_tags(&mut b);
+    put_member_tags(&mut b, m.classic.as_ref());
     b.freeze()
 }
 
@@ -764,15 +816,29 @@ impl<'a> Flex<'a> {
             .ok_or(CodecError::UnexpectedNull)
     }
 
-    /// Skips a tagged-field section (unknown tags, e.g. `ClassicMemberMetadata`).
+    /// Skips a tagged-field section (tags this reader does not know).
     fn skip_tags(&mut self) -> Result<(), CodecError> {
+        self.tags(|_, _| Ok(()))
+    }
+
+    /// Reads a tagged-field section, handing each (tag, bytes) to `known`.
+    fn tags(
+        &mut self,
+        mut known: impl FnMut(u64, &'a [u8]) -> Result<(), CodecError>,
+    ) -> Result<(), CodecError> {
         let n = self.uvarint()?;
         for _ in 0..n {
-            self.uvarint()?;
+            let tag = self.uvarint()?;
             let size = usize::try_from(self.uvarint()?).map_err(|_| CodecError::Truncated)?;
-            self.take(size)?;
+            let body = self.take(size)?;
+            known(tag, body)?;
         }
         Ok(())
+    }
+
+    fn bytes(&mut self) -> Result<Bytes, CodecError> {
+        let n = self.array_len(1)?;
+        Ok(Bytes::copy_from_slice(self.take(n)?))
     }
 
     fn topic_partitions(&mut self) -> Result<Assignment, CodecError> {
@@ -838,7 +904,13 @@ fn decode_member_metadata_value(b: &[u8]) -> Result<MemberMetadata, CodecError> 
     let subscribed_topic_regex = f.nullable_string()?;
     let rebalance_timeout_ms = f.i32()?;
     let server_assignor = f.nullable_string()?;
-    f.skip_tags()?;
+    let mut classic = None;
+    f.tags(|tag, body| {
+        if tag == 0 {
+            classic = decode_classic_metadata(body)?;
+        }
+        Ok(())
+    })?;
     Ok(MemberMetadata {
         instance_id,
         rack_id,
@@ -848,7 +920,30 @@ fn decode_member_metadata_value(b: &[u8]) -> Result<MemberMetadata, CodecError> 
         subscribed_topic_regex,
         rebalance_timeout_ms,
         server_assignor,
+        classic,
     })
+}
+
+/// Tag 0 of a member value: a presence byte (0 = null), then the `ClassicMemberMetadata`.
+fn decode_classic_metadata(b: &[u8]) -> Result<Option<ClassicMemberMetadata>, CodecError> {
+    let mut f = Flex { buf: b };
+    if f.uvarint()? == 0 {
+        return Ok(None);
+    }
+    let session_timeout_ms = f.i32()?;
+    let n = f.array_len(1 + 1 + 1)?;
+    let mut protocols = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = f.string()?;
+        let metadata = f.bytes()?;
+        f.skip_tags()?;
+        protocols.push((name, metadata));
+    }
+    f.skip_tags()?;
+    Ok(Some(ClassicMemberMetadata {
+        session_timeout_ms,
+        protocols,
+    }))
 }
 
 fn decode_target_member_value(b: &[u8]) -> Result<Assignment, CodecError> {
@@ -929,13 +1024,44 @@ mod tests {
             subscribed_topic_regex: None,
             rebalance_timeout_ms: 30_000,
             server_assignor: Some("uniform".into()),
+            classic: None,
         };
         let v = member_metadata_value(&m);
-        // Replace the empty tag section with one tag 0 of 3 bytes (a ClassicMemberMetadata).
+        // Replace the empty tag section with one unknown tag 1 of 3 bytes.
         let mut tagged = v[..v.len() - 1].to_vec();
-        tagged.extend_from_slice(&[1, 0, 3, 9, 9, 9]);
+        tagged.extend_from_slice(&[1, 1, 3, 9, 9, 9]);
         assert_eq!(decode_member_metadata_value(&tagged), Ok(m.clone()));
         assert_eq!(decode_member_metadata_value(&v), Ok(m));
+    }
+
+    /// A classic member's metadata is tag 0, a nullable struct: presence byte, session
+    /// timeout, protocols (name, bytes), as Kafka's generated serializer writes it.
+    #[test]
+    fn classic_member_metadata_is_tag_zero() {
+        let m = MemberMetadata {
+            client_id: "c".into(),
+            classic: Some(ClassicMemberMetadata {
+                session_timeout_ms: 45_000,
+                protocols: vec![("range".into(), Bytes::from_static(&[0, 1]))],
+            }),
+            ..Default::default()
+        };
+        let v = member_metadata_value(&m);
+        #[rustfmt::skip]
+        let tail: &[u8] = &[
+            1, 0, 17, 1,                            // one tag: 0, 17 bytes, present
+            0, 0, 0xaf, 0xc8,                       // session timeout 45000
+            2, 6, b'r', b'a', b'n', b'g', b'e', 3, 0, 1, 0, // [("range", [0, 1])]
+            0,                                      // struct tags
+        ];
+        assert!(v.ends_with(tail), "{:?}", &v[..]);
+        assert_eq!(decode_member_metadata_value(&v), Ok(m.clone()));
+        // A null struct (presence 0) reads as a consumer-protocol member.
+        let mut null = v[..v.len() - tail.len()].to_vec();
+        null.extend_from_slice(&[1, 0, 1, 0]);
+        let mut plain = m;
+        plain.classic = None;
+        assert_eq!(decode_member_metadata_value(&null), Ok(plain));
     }
 
     #[test]
@@ -970,6 +1096,7 @@ mod tests {
             let _ = decode_member_metadata_value(&b);
             let _ = decode_target_member_value(&b);
             let _ = decode_current_assignment_value(&b);
+            let _ = decode_classic_metadata(&b);
         }
 
         #[test]
@@ -989,6 +1116,10 @@ mod tests {
                 subscribed_topic_regex: regex,
                 rebalance_timeout_ms: epoch,
                 server_assignor: None,
+                classic: (state == 1).then(|| ClassicMemberMetadata {
+                    session_timeout_ms: prev,
+                    protocols: names.iter().map(|n| (n.clone(), Bytes::copy_from_slice(n.as_bytes()))).collect(),
+                }),
             };
             prop_assert_eq!(decode_member_metadata_value(&member_metadata_value(&m)), Ok(m));
             let c = CurrentAssignment { member_epoch: epoch, previous_member_epoch: prev, state, assigned: a.clone(), pending_revocation: a.clone() };

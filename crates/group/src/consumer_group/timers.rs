@@ -4,7 +4,6 @@
 //! It is also the background step that resolves regex subscriptions (see `subscription`).
 
 use super::api::TopicsView;
-use super::leave::fence_member;
 use super::member::{Member, MemberState};
 use super::ConsumerGroups;
 
@@ -35,19 +34,24 @@ impl ConsumerGroups {
                 .filter(|m| is_due(m, now_ms))
                 .map(|m| m.id.clone())
                 .collect();
-            for id in due {
-                tracing::info!(group = %g.id, member = %id, "member fenced: session or revocation timeout");
-                fence_member(g, &id, topics);
+            for member in due {
+                tracing::info!(group = %id, %member, "member fenced: session, revocation, join or sync timeout");
+                // A fence may turn the group into a classic one: its other members are gone
+                // from here then.
+                self.fence(&id, &member, topics);
             }
         }
         self.debug_check();
     }
 }
 
-/// Whether `m` is to be fenced at `now_ms`: its session expired, or it did not confirm a
-/// revocation within its rebalance timeout.
+/// Whether `m` is to be fenced at `now_ms`: its session expired, it did not confirm a
+/// revocation within its rebalance timeout, or (a classic member) it did not join again or
+/// sync within its rebalance timeout.
 fn is_due(m: &Member, now_ms: i64) -> bool {
+    let passed = |d: Option<i64>| d.is_some_and(|d| now_ms >= d);
     now_ms >= m.session_deadline_ms
-        || (m.state == MemberState::UnrevokedPartitions
-            && m.revocation_deadline_ms.is_some_and(|d| now_ms >= d))
+        || (m.state == MemberState::UnrevokedPartitions && passed(m.revocation_deadline_ms))
+        || passed(m.join_deadline_ms)
+        || passed(m.sync_deadline_ms)
 }

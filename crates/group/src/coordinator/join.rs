@@ -64,17 +64,9 @@ impl GroupCoordinator {
                 req.rebalance_timeout_ms
             },
         };
-        if req.group_id.is_empty() {
-            return join.reply_error(&req.member_id, INVALID_GROUP_ID, out);
-        }
-        if !strings_fit(req) {
-            return join.reply_error("", INVALID_REQUEST, out);
-        }
-        let cfg = &self.config;
-        if req.session_timeout_ms < cfg.min_session_timeout_ms
-            || req.session_timeout_ms > cfg.max_session_timeout_ms
-        {
-            return join.reply_error(&req.member_id, INVALID_SESSION_TIMEOUT, out);
+        if let Some(refused) = self.refused_join(req) {
+            out.push(Output::Join(req_id, refused));
+            return;
         }
         let is_unknown = req.member_id.is_empty();
         let created = !self.groups.contains_key(&req.group_id);
@@ -125,6 +117,28 @@ impl GroupCoordinator {
         {
             groups.remove(&req.group_id);
         }
+    }
+}
+
+impl GroupCoordinator {
+    /// The checks every JoinGroup passes before any group looks at it, whichever protocol the
+    /// group runs (Kafka's `GroupCoordinatorService.joinGroup`): a group id (24), strings that
+    /// fit the records (42), a session timeout within `group.min/max.session.timeout.ms`
+    /// (26). `Some` is the answer refusing it.
+    pub fn refused_join(&self, req: &JoinRequest) -> Option<JoinResponse> {
+        if req.group_id.is_empty() {
+            return Some(JoinResponse::error(&req.member_id, INVALID_GROUP_ID));
+        }
+        if !strings_fit(req) {
+            return Some(JoinResponse::error("", INVALID_REQUEST));
+        }
+        let cfg = &self.config;
+        if req.session_timeout_ms < cfg.min_session_timeout_ms
+            || req.session_timeout_ms > cfg.max_session_timeout_ms
+        {
+            return Some(JoinResponse::error(&req.member_id, INVALID_SESSION_TIMEOUT));
+        }
+        None
     }
 }
 

@@ -11,9 +11,11 @@ mod heartbeat;
 mod join;
 mod leave;
 mod load;
+mod migration;
 mod offsets;
 mod txn_offsets;
 
+pub(crate) use migration::ClassicUndo;
 pub use offsets::OffsetCommit;
 pub use txn_offsets::FetchedOffset;
 mod rebalance;

@@ -32,6 +32,7 @@ static BROKER_KEYS: &[(&str, ConfigType, &str)] = &[
     ("group.consumer.max.heartbeat.interval.ms", Int, "The largest heartbeat interval a consumer group may be configured with."),
     ("group.consumer.max.session.timeout.ms", Int, "The largest session timeout a consumer group may be configured with."),
     ("group.consumer.max.size", Int, "The most members a consumer group (KIP-848 protocol) may have."),
+    ("group.consumer.migration.policy", Str, "Which online conversions of groups with members are allowed between the classic and the consumer (KIP-848) protocol: bidirectional, upgrade, downgrade or disabled."),
     ("group.consumer.min.heartbeat.interval.ms", Int, "The smallest heartbeat interval a consumer group may be configured with."),
     ("group.consumer.min.session.timeout.ms", Int, "The smallest session timeout a consumer group may be configured with."),
     ("group.consumer.session.timeout.ms", Int, "How long the coordinator waits for a consumer-group member's heartbeat (KIP-848 protocol)."),
