@@ -466,7 +466,7 @@ impl ControllerShell {
     /// image with a fresh pure controller and sessions (KRaft renounces on a failed append).
     fn revert(&mut self, dropped: Vec<Parked>) {
         self.generation += 1;
-        let leader = self.quorum().and_then(|q| q.leader());
+        let leader = self.backend.quorum.leader();
         fail_all(dropped, &not_controller(leader));
         self.deactivate();
         self.share_speculative();
@@ -482,16 +482,12 @@ impl ControllerShell {
         fail_all(self.pipeline.take_overdue(cutoff), &timed_out());
     }
 
-    fn quorum(&self) -> Option<&Arc<dyn ControllerQuorum>> {
-        Some(&self.backend.quorum)
-    }
-
     /// This node is no longer the active controller: whatever is in flight is answered
     /// NOT_CONTROLLER.
     fn deactivate(&mut self) {
         if self.pipeline.in_flight() > 0 {
             self.generation += 1;
-            let leader = self.quorum().and_then(|q| q.leader());
+            let leader = self.backend.quorum.leader();
             fail_all(self.pipeline.fail(), &not_controller(leader));
         }
         self.active_term = 0;

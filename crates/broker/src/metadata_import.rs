@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use runnel_raft::MetadataQuorum;
 
-use crate::metadata_log::{FileMetadataLog, MetadataLog};
+use crate::metadata_log::FileMetadataLog;
 use crate::BrokerError;
 
 /// The old single-node metadata directory.
@@ -48,13 +48,7 @@ impl PendingImport {
         let failed = |e: String| BrokerError::Startup(format!("metadata import failed: {e}"));
         wait_until_leader(quorum).await?;
         if quorum.status().last_record_offset < 0 {
-            let records: Vec<_> = self
-                .log
-                .replay()
-                .map_err(|e| failed(e.to_string()))?
-                .into_iter()
-                .map(|(_, record)| record)
-                .collect();
+            let records = self.log.into_records();
             let count = records.len();
             if count > 0 {
                 quorum

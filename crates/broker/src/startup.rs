@@ -37,7 +37,7 @@ use crate::controller_client::ControllerClient;
 use crate::controller_shell::{Backend, ControllerShell};
 use crate::log_dir_failure::LogDirFailure;
 use crate::partition::log_config;
-use crate::publisher::Publisher;
+use crate::publisher::{follow, Publisher};
 use crate::replica_manager::ReplicaManager;
 use crate::BrokerError;
 
@@ -135,7 +135,6 @@ async fn follow_dynamic_configs(
 /// committed, and a partial image would make real partitions look like strays.
 async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
-    cluster_id: String,
     publisher: Publisher,
     replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
@@ -145,20 +144,18 @@ async fn follow_quorum(
     let mut waiting_for_target = true;
     let mut caught_up = false;
     let mut reader = quorum.committed();
+    let mut delta = None;
     loop {
         tokio::select! {
             committed = reader.next() => {
                 let Some(committed) = committed else { return };
                 match committed {
-                    Committed::Image(snapshot) => {
-                        let mut next = (*snapshot).clone();
-                        next.cluster_id = cluster_id.clone();
-                        image = Arc::new(next);
-                    }
-                    Committed::Records(records) => match image.apply(&records) {
-                        Ok(next) => image = Arc::new(next),
+                    // The state machine's images carry the cluster id: shared as they are.
+                    Committed::Image(snapshot) => image = snapshot,
+                    Committed::Records(records, after) => match follow(&image, &records, after) {
+                        Ok((next, change)) => (image, delta) = (next, Some(change)),
                         Err(e) => {
-                            tracing::error!(error = %e, "committed metadata does not apply to the image");
+                            tracing::error!(error = %e, "committed metadata does not follow the image");
                             continue;
                         }
                     },
@@ -180,7 +177,7 @@ async fn follow_quorum(
             replicas.set_caught_up();
             caught_up = true;
         }
-        publisher.publish(image.clone());
+        publisher.publish_change(image.clone(), delta.take().as_ref());
     }
 }
 
@@ -244,6 +241,32 @@ async fn register_in_cluster(
             }
             Err(e) => return Err(BrokerError::Startup(format!("broker registration failed: {}", e.message))),
         }
+    }
+}
+
+/// How long a single node may take to see its own registration unfenced.
+const UNFENCE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Waits until the image shows registration `epoch` of `node_id` unfenced, as Kafka's
+/// `BrokerServer` waits for its initial unfencing before it serves: a single node's controller
+/// unfences it in the batch after its registration commits, and a client's first CreateTopics
+/// must find a live broker to place replicas on. (A cluster broker is unfenced by its
+/// heartbeats after it serves, as before.) Bounded: never unfenced is a startup error.
+async fn wait_until_unfenced(
+    mut image: watch::Receiver<Arc<MetadataImage>>,
+    node_id: i32,
+    epoch: i64,
+) -> Result<(), BrokerError> {
+    let unfenced = |i: &Arc<MetadataImage>| {
+        i.brokers
+            .get(&node_id)
+            .is_some_and(|b| b.epoch == epoch && !b.fenced)
+    };
+    match tokio::time::timeout(UNFENCE_DEADLINE, image.wait_for(unfenced)).await {
+        Ok(Ok(_)) => Ok(()),
+        _ => Err(BrokerError::Startup(format!(
+            "broker {node_id} was not unfenced within {UNFENCE_DEADLINE:?} of its registration"
+        ))),
     }
 }
 
@@ -398,7 +421,6 @@ async fn start_metadata(
     let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(follow_quorum(
         quorum.clone(),
-        cluster_id.clone(),
         publisher,
         boot.replicas.clone(),
         image.clone(),
@@ -449,6 +471,9 @@ async fn start_metadata(
             image_rx.clone(),
             heartbeat_every,
         )));
+        if config.cluster.is_none() {
+            wait_until_unfenced(image_rx.clone(), config.node_id, broker_epoch).await?;
+        }
     }
     Ok((cluster_id, image_rx, client, quorum, heartbeats))
 }

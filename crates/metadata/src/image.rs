@@ -3,7 +3,8 @@
 //! Nothing mutates an image in place. [`MetadataImage::apply`] returns a *new* image built from
 //! the committed records, so readers holding an `Arc<MetadataImage>` never see a half-applied
 //! change, and a rejected batch leaves the caller's image exactly as it was. Topics are kept
-//! behind `Arc` so that applying a change to one topic copies only that topic.
+//! behind `Arc` so that applying a change to one topic copies only that topic. Applying also
+//! yields what changed ([`crate::delta::MetadataDelta`]), so readers need not walk the image.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::acl::AclSet;
+use crate::delta::{Applied, MetadataDelta};
 use crate::records::{BrokerEndpoint, ConfigResource, MetadataRecord};
 
 /// A registered broker, as recorded by `RegisterBroker` / `BrokerRegistrationChange`.
@@ -199,6 +201,18 @@ impl MetadataImage {
         }
         debug_assert_eq!(next.check_consistency(), Ok(()));
         Ok(next)
+    }
+
+    /// [`MetadataImage::apply`], also returning what the batch changed (a [`MetadataDelta`]:
+    /// the net difference between `self` and the new image). Callers that only need the image
+    /// (the controller's speculative apply on every decision) use `apply` and build no delta.
+    pub fn apply_with_delta(
+        &self,
+        records: &[(i64, MetadataRecord)],
+    ) -> Result<Applied, ImageError> {
+        let next = self.apply(records)?;
+        let delta = MetadataDelta::of_batch(self, &next, records);
+        Ok(Applied { image: next, delta })
     }
 
     pub fn topic(&self, name: &str) -> Option<&Arc<TopicImage>> {

@@ -16,6 +16,7 @@
 
 pub mod acl;
 pub mod controller;
+pub mod delta;
 pub mod dynamic_broker_config;
 pub mod errors;
 pub mod features;
@@ -40,6 +41,7 @@ pub use controller::{
     ReassignmentRequest, ReassignmentResult, TopicRef, MAX_PARTITIONS_PER_REQUEST,
     PRODUCER_ID_BLOCK_SIZE,
 };
+pub use delta::{Applied, Change, MetadataDelta};
 pub use errors::{codes, ApiError};
 pub use group_config::{
     describe_group_configs, effective_group_config, group_config_def, group_config_doc,

@@ -16,11 +16,12 @@ use crate::state_machine::Shared;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Committed {
     /// Replace your image with this one (the records before it were compacted into a
-    /// snapshot); the next records follow `image.offset`. Its `cluster_id` is empty: the
-    /// caller owns the cluster id.
+    /// snapshot); the next records follow `image.offset`.
     Image(Arc<MetadataImage>),
-    /// Committed records with consecutive offsets, to apply in order.
-    Records(Vec<(i64, MetadataRecord)>),
+    /// Committed records with consecutive offsets, and the image after them: the state
+    /// machine applied them already, so a reader whose image is the one before them shares
+    /// this one instead of applying them again (its delta: `MetadataDelta::of_batch`).
+    Records(Vec<(i64, MetadataRecord)>, Arc<MetadataImage>),
 }
 
 /// A cursor over the committed metadata log (see [`crate::MetadataQuorum::committed`]).
@@ -66,7 +67,7 @@ impl CommittedReader {
             let skip = usize::try_from(self.next - start).ok()?;
             let records: Vec<_> = data.tail.iter().skip(skip).cloned().collect();
             self.next = data.image.offset + 1;
-            Some(Committed::Records(records))
+            Some(Committed::Records(records, data.image.clone()))
         } else {
             self.next = data.image.offset + 1;
             Some(Committed::Image(data.image.clone()))

@@ -131,7 +131,7 @@ impl MetadataQuorum {
         })?;
         let log = LogStore::open(&config.data_dir)?;
         let snapshots = Arc::new(SnapshotStore::open(config.data_dir.clone())?);
-        let state_machine = StateMachine::open(snapshots)?;
+        let state_machine = StateMachine::open(snapshots, config.cluster_id.clone())?;
         let shared = state_machine.shared();
         let backoff = Duration::from_millis(config.heartbeat_interval_ms.max(10));
         let network = NetworkFactory::new(transport.clone(), backoff);
@@ -229,7 +229,7 @@ impl MetadataQuorum {
         CommittedReader::new(self.shared.clone(), offset)
     }
 
-    /// The metadata image after the last committed record on this node (`cluster_id` empty).
+    /// The metadata image after the last committed record on this node.
     pub fn image(&self) -> Arc<MetadataImage> {
         self.shared.lock().image.clone()
     }

@@ -84,20 +84,25 @@ impl Shared {
 pub struct StateMachine {
     shared: Arc<Shared>,
     snapshots: Arc<SnapshotStore>,
+    /// Every image carries it, so readers can share the images built here.
+    cluster_id: String,
 }
 
 impl StateMachine {
     /// Restores the state machine from the snapshot in `snapshots`, if any.
-    pub(crate) fn open(snapshots: Arc<SnapshotStore>) -> std::io::Result<StateMachine> {
+    pub(crate) fn open(
+        snapshots: Arc<SnapshotStore>,
+        cluster_id: String,
+    ) -> std::io::Result<StateMachine> {
         let mut data = SmData {
-            image: Arc::new(MetadataImage::empty(String::new())),
+            image: Arc::new(MetadataImage::empty(cluster_id.clone())),
             tail: VecDeque::new(),
             last_applied: None,
             membership: StoredMembership::default(),
         };
         if let Some(snap) = snapshots.current() {
             let payload = decode_payload(&snap.data)?;
-            let image = image_from_payload("", &payload)
+            let image = image_from_payload(&cluster_id, &payload)
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
             data.image = Arc::new(image);
             data.last_applied = snap.meta.last_log_id;
@@ -112,6 +117,7 @@ impl StateMachine {
                 closed: AtomicBool::new(false),
             }),
             snapshots,
+            cluster_id,
         })
     }
 
@@ -220,7 +226,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             StorageError::from(StorageIOError::read_snapshot(Some(meta.signature()), &e))
         };
         let payload = decode_payload(&bytes).map_err(read_err)?;
-        let image = image_from_payload("", &payload).map_err(|e| {
+        let image = image_from_payload(&self.cluster_id, &payload).map_err(|e| {
             read_err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 e.to_string(),

@@ -125,7 +125,7 @@ async fn read_all(node: &MetadataQuorum, upto: i64) -> (MetadataImage, Vec<(i64,
     while image.offset < upto {
         match tokio::time::timeout(Duration::from_secs(10), reader.next()).await {
             Ok(Some(Committed::Image(i))) => image = (*i).clone(),
-            Ok(Some(Committed::Records(r))) => {
+            Ok(Some(Committed::Records(r, _))) => {
                 image = image.apply(&r).unwrap();
                 records.extend(r);
             }

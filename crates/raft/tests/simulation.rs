@@ -188,7 +188,7 @@ impl Sim {
             while let Some(step) = reader.next().await {
                 let steps: Vec<MetadataImage> = match step {
                     Committed::Image(i) => vec![(*i).clone()],
-                    Committed::Records(records) => records
+                    Committed::Records(records, _) => records
                         .iter()
                         .map(|r| {
                             image = image

@@ -131,7 +131,12 @@ fn single_node_refuses_a_metadata_log_damaged_in_the_middle() {
     flip_byte(&log, middle + 20);
     let broker = TestBroker::start(&data, &[]);
     let mut wire = broker.connect();
-    let (code, _) = wire.produce("golden-a", 0, batch(&[(None, "v")], Compression::None), -1);
+    let (code, _) = wire.produce(
+        "golden-a",
+        0,
+        batch(&[(Some("k"), "v")], Compression::None),
+        -1,
+    );
     assert_eq!(code, 0);
     assert_eq!(values(&wire.fetch_all("golden-a", 0, 0)), ["v"]);
 }

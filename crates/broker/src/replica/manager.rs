@@ -1,17 +1,22 @@
 //! Applies metadata images to the local logs: the role Kafka's LeaderAndIsr/StopReplica requests
 //! play. For every partition with a replica on this node it opens (or creates) the log and
 //! records whether this node leads it; logs of partitions that left the image are deleted, and
-//! logs the caught-up image never mentions are set aside as `-stray` directories.
+//! logs the caught-up image never mentions are set aside as `-stray` directories. A whole image
+//! is walked only at boot, after a snapshot and on catching up; every other batch arrives as a
+//! delta and only the partitions it may change are examined (`apply_delta`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use runnel_log::{CompactionConfig, LogManager};
+use runnel_metadata::image::{PartitionImage, TopicImage};
 use runnel_metadata::{
-    effective_topic_config, BrokerDefaults, EffectiveTopicConfig, MetadataImage,
+    effective_topic_config, BrokerDefaults, EffectiveTopicConfig, MetadataDelta, MetadataImage,
 };
 
+use super::local_changes::{self, HostedReplica};
 use crate::partition::{log_config, Partition, Role};
 
 /// What applying an image does to a partition log on disk.
@@ -49,11 +54,7 @@ pub(crate) fn disposition(assigned: bool, hosted_caught_up: bool, caught_up: boo
 type Hosted = HashMap<String, BTreeMap<i32, Arc<Partition>>>;
 
 /// This broker's role for partition `p` of `image`, with its topic's effective config.
-fn role_of(
-    image: &MetadataImage,
-    p: &runnel_metadata::image::PartitionImage,
-    config: &Arc<EffectiveTopicConfig>,
-) -> Role {
+fn role_of(image: &MetadataImage, p: &PartitionImage, config: &Arc<EffectiveTopicConfig>) -> Role {
     Role {
         leader: p.leader,
         leader_epoch: p.leader_epoch,
@@ -77,10 +78,10 @@ pub struct ReplicaManager {
     partitions: RwLock<Hosted>,
     /// Whether the metadata image has caught up with the leader's committed offset, so logs
     /// it does not mention may be set aside (see `disposition`).
-    caught_up: std::sync::atomic::AtomicBool,
+    caught_up: AtomicBool,
     /// Whether the previous `apply_image` ran caught up: only a log hosted in a caught-up
     /// image and then dropped from one was *deleted* by the metadata.
-    applied_caught_up: std::sync::atomic::AtomicBool,
+    applied_caught_up: AtomicBool,
     /// `replica.lag.time.max.ms`, for the partitions' caught-up rule.
     replica_lag_max_ms: i64,
 }
@@ -98,8 +99,8 @@ impl ReplicaManager {
             logs,
             defaults,
             partitions: RwLock::new(HashMap::new()),
-            caught_up: std::sync::atomic::AtomicBool::new(false),
-            applied_caught_up: std::sync::atomic::AtomicBool::new(false),
+            caught_up: AtomicBool::new(false),
+            applied_caught_up: AtomicBool::new(false),
         }
     }
 
@@ -123,10 +124,12 @@ impl ReplicaManager {
         &self.logs
     }
 
-    /// Brings the local replicas in line with `image`.
-    pub fn apply_image(&self, image: &MetadataImage) {
+    /// Brings the local replicas in line with `image` by walking all of it: at boot, after a
+    /// snapshot replaced the image, and once on catching up (which logs are strays is only
+    /// known then). Returns how many partitions were examined.
+    pub fn apply_image(&self, image: &MetadataImage) -> usize {
         let current = self.partitions.read().clone();
-        let wanted = self.assigned_partitions(image, &current);
+        let (wanted, examined) = self.assigned_partitions(image, &current);
         self.dispose_unassigned_logs(&wanted, &current);
         let replaced = std::mem::replace(&mut *self.partitions.write(), wanted);
         // Waiters of a partition that left this broker re-check (and find it gone); role
@@ -141,12 +144,103 @@ impl ReplicaManager {
                 }
             }
         }
+        examined
+    }
+
+    /// Brings the local replicas in line with `image`, re-examining only the partitions
+    /// `delta` (what led to `image`) may change (see `local_changes`), as Kafka's
+    /// `ReplicaManager.applyDelta`. Returns how many partitions were examined.
+    pub fn apply_delta(&self, image: &MetadataImage, delta: &MetadataDelta) -> usize {
+        let caught_up = self.caught_up.load(Ordering::Acquire);
+        if caught_up != self.applied_caught_up.load(Ordering::Acquire) {
+            // Catching up decides which logs on disk are strays: one full pass.
+            return self.apply_image(image);
+        }
+        let keys = {
+            let hosted = self.partitions.read();
+            // Only broker and config changes reach partitions outside the delta's own.
+            let scan = !delta.brokers.is_empty() || !delta.configs.is_empty();
+            let roles: Vec<(&str, i32, Vec<i32>)> = hosted
+                .iter()
+                .filter(|_| scan)
+                .flat_map(|(t, m)| m.iter().map(|(i, p)| (t.as_str(), *i, p.role().replicas)))
+                .collect();
+            let replicas = roles.iter().map(|(topic, index, replicas)| HostedReplica {
+                topic,
+                index: *index,
+                replicas,
+            });
+            local_changes::affected(self.node_id, image, delta, replicas)
+        };
+        let dynamic_defaults = self.defaults.with_dynamic(image, Some(self.node_id));
+        let mut configs: HashMap<String, Arc<EffectiveTopicConfig>> = HashMap::new();
+        for (name, index) in &keys {
+            let existing = self.get(name, *index);
+            let placed = image.topics.get(name).and_then(|topic| {
+                let p = topic.partitions.get(index)?;
+                let config = configs.entry(name.clone()).or_insert_with(|| {
+                    Arc::new(effective_topic_config(
+                        &image.topic_overrides(name),
+                        &dynamic_defaults,
+                    ))
+                });
+                self.place(image, topic, p, config, existing.as_ref())
+            });
+            self.replace_hosted(name, *index, existing, placed, caught_up);
+        }
+        keys.len()
+    }
+
+    /// Puts `placed` where `existing` was (the `apply_delta` step for one partition): a
+    /// replaced or dropped partition wakes its waiters, and a dropped one's log is disposed of.
+    fn replace_hosted(
+        &self,
+        topic: &str,
+        index: i32,
+        existing: Option<Arc<Partition>>,
+        placed: Option<Arc<Partition>>,
+        caught_up: bool,
+    ) {
+        let was_hosted = existing.is_some();
+        if let Some(old) = &existing {
+            if placed.as_ref().is_none_or(|p| !Arc::ptr_eq(p, old)) {
+                old.wake_waiters();
+            }
+        }
+        let assigned = placed.is_some();
+        {
+            let mut hosted = self.partitions.write();
+            match placed {
+                Some(p) => {
+                    hosted
+                        .entry(topic.to_string())
+                        .or_default()
+                        .insert(index, p);
+                }
+                None => {
+                    if let Some(m) = hosted.get_mut(topic) {
+                        m.remove(&index);
+                        if m.is_empty() {
+                            hosted.remove(topic);
+                        }
+                    }
+                }
+            }
+        }
+        if !assigned && self.logs.get(topic, index).is_some() {
+            self.dispose_log(
+                topic,
+                index,
+                disposition(false, was_hosted && caught_up, caught_up),
+            );
+        }
     }
 
     /// The partitions `image` assigns here, each with its role: the hosted ones (same topic
-    /// id) given their new role, the others opened (or created).
-    fn assigned_partitions(&self, image: &MetadataImage, current: &Hosted) -> Hosted {
+    /// id) given their new role, the others opened (or created); and how many were examined.
+    fn assigned_partitions(&self, image: &MetadataImage, current: &Hosted) -> (Hosted, usize) {
         let mut wanted = Hosted::new();
+        let mut examined = 0;
         // Dynamic broker configs (kafka-configs --entity-type brokers) sit between the static
         // properties and topic overrides.
         let dynamic_defaults = self.defaults.with_dynamic(image, Some(self.node_id));
@@ -156,80 +250,92 @@ impl ReplicaManager {
                 &dynamic_defaults,
             ));
             for (&index, p) in &topic.partitions {
-                if !p.replicas.contains(&self.node_id) {
-                    continue;
+                examined += 1;
+                let existing = current.get(name).and_then(|m| m.get(&index));
+                if let Some(partition) = self.place(image, topic, p, &config, existing) {
+                    wanted
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(index, partition);
                 }
-                let role = role_of(image, p, &config);
-                let existing = current
-                    .get(name)
-                    .and_then(|m| m.get(&index))
-                    .filter(|e| e.topic_id == topic.id)
-                    .cloned();
-                let partition = match existing {
-                    Some(partition) => {
-                        partition.set_role(role);
-                        partition
-                    }
-                    None => match self.open_log(name, index, topic.id, &config) {
-                        Ok(log) => Arc::new(Partition::new(
-                            name.clone(),
-                            index,
-                            topic.id,
-                            log,
-                            role,
-                            self.node_id,
-                            self.replica_lag_max_ms,
-                        )),
-                        Err(e) => {
-                            tracing::error!(topic = %name, partition = index, error = %e, "cannot open partition log");
-                            continue;
-                        }
-                    },
-                };
-                wanted
-                    .entry(name.clone())
-                    .or_default()
-                    .insert(index, partition);
             }
         }
-        wanted
+        (wanted, examined)
+    }
+
+    /// Partition `p` of `topic` as this node hosts it under `image`: `existing` (if of the
+    /// same topic id) given its new role, or its log opened (or created); `None` when this
+    /// node is not a replica or the log cannot open.
+    fn place(
+        &self,
+        image: &MetadataImage,
+        topic: &TopicImage,
+        p: &PartitionImage,
+        config: &Arc<EffectiveTopicConfig>,
+        existing: Option<&Arc<Partition>>,
+    ) -> Option<Arc<Partition>> {
+        if !p.replicas.contains(&self.node_id) {
+            return None;
+        }
+        let role = role_of(image, p, config);
+        if let Some(partition) = existing.filter(|e| e.topic_id == topic.id) {
+            partition.set_role(role);
+            return Some(partition.clone());
+        }
+        let index = p.partition;
+        match self.open_log(&topic.name, index, topic.id, config) {
+            Ok(log) => Some(Arc::new(Partition::new(
+                topic.name.clone(),
+                index,
+                topic.id,
+                log,
+                role,
+                self.node_id,
+                self.replica_lag_max_ms,
+            ))),
+            Err(e) => {
+                tracing::error!(topic = %topic.name, partition = index, error = %e, "cannot open partition log");
+                None
+            }
+        }
     }
 
     /// Logs the image does not assign here: kept, deleted or set aside as strays (see
     /// `disposition`).
     fn dispose_unassigned_logs(&self, wanted: &Hosted, current: &Hosted) {
-        let caught_up = self.caught_up.load(std::sync::atomic::Ordering::Acquire);
-        let previous_caught_up = self
-            .applied_caught_up
-            .swap(caught_up, std::sync::atomic::Ordering::AcqRel);
+        let caught_up = self.caught_up.load(Ordering::Acquire);
+        let previous_caught_up = self.applied_caught_up.swap(caught_up, Ordering::AcqRel);
         for (topic, index) in self.logs.partitions() {
             let assigned = wanted.get(&topic).is_some_and(|m| m.contains_key(&index));
             let hosted =
                 previous_caught_up && current.get(&topic).is_some_and(|m| m.contains_key(&index));
-            match disposition(assigned, hosted, caught_up) {
-                Disposition::Keep => {}
-                Disposition::Delete => {
-                    tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
-                    if let Err(e) = self.logs.delete(&topic, index) {
-                        tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
-                    }
+            self.dispose_log(&topic, index, disposition(assigned, hosted, caught_up));
+        }
+    }
+
+    fn dispose_log(&self, topic: &str, index: i32, disposition: Disposition) {
+        match disposition {
+            Disposition::Keep => {}
+            Disposition::Delete => {
+                tracing::info!(topic = %topic, partition = index, "deleting partition log no longer assigned here");
+                if let Err(e) = self.logs.delete(topic, index) {
+                    tracing::error!(topic = %topic, partition = index, error = %e, "cannot delete partition log");
                 }
-                Disposition::Stray => match self.logs.rename_stray(&topic, index) {
-                    Ok(to) => tracing::warn!(topic = %topic, partition = index, dir = ?to,
-                        "partition log not in the caught-up metadata image: kept as a stray directory"),
-                    Err(e) => {
-                        tracing::error!(topic = %topic, partition = index, error = %e, "cannot set a stray partition log aside")
-                    }
-                },
             }
+            Disposition::Stray => match self.logs.rename_stray(topic, index) {
+                Ok(to) => tracing::warn!(topic = %topic, partition = index, dir = ?to,
+                    "partition log not in the caught-up metadata image: kept as a stray directory"),
+                Err(e) => {
+                    tracing::error!(topic = %topic, partition = index, error = %e, "cannot set a stray partition log aside")
+                }
+            },
         }
     }
 
     /// Marks this node as caught up with the leader's committed metadata offset (see
     /// `disposition`); the next `apply_image` sets aside the logs that image does not know.
     pub fn set_caught_up(&self) {
-        self.caught_up
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.caught_up.store(true, Ordering::Release);
     }
 
     /// Opens or creates a partition's log. A leftover log of a deleted topic with the same
@@ -332,7 +438,58 @@ impl ReplicaManager {
 
 #[cfg(test)]
 mod tests {
-    use super::{disposition, Disposition};
+    use super::{disposition, Disposition, ReplicaManager};
+    use crate::replica::test_records::{partition, registration as register};
+    use runnel_metadata::{BrokerDefaults, MetadataImage, MetadataRecord};
+    use uuid::Uuid;
+
+    /// Issue 10 §5: a batch that changes no partition of this node (a heartbeat's
+    /// registration, another broker) examines none; a partition change examines one.
+    #[test]
+    fn a_delta_examines_only_the_partitions_it_may_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs =
+            runnel_log::LogManager::open(dir.path().to_path_buf(), Default::default()).unwrap();
+        let manager = ReplicaManager::new(1, logs, BrokerDefaults::new(Default::default()), 30_000);
+        let topic = Uuid::from_u128(9);
+        let mut records = vec![
+            register(1, 1, false),
+            register(2, 1, false),
+            MetadataRecord::Topic {
+                name: "t".into(),
+                topic_id: topic,
+            },
+        ];
+        records.extend((0..3).map(|p| partition(topic, p, vec![1, 2])));
+        let numbered: Vec<_> = (0..).zip(records).collect();
+        let image = MetadataImage::empty("c".into()).apply(&numbered).unwrap();
+        assert_eq!(manager.apply_image(&image), 3, "boot walks every partition");
+        assert_eq!(manager.all().len(), 3);
+
+        let next = |image: &MetadataImage, records: Vec<MetadataRecord>| {
+            let numbered: Vec<_> = (image.offset + 1..).zip(records).collect();
+            image.apply_with_delta(&numbered).unwrap()
+        };
+        let heartbeat = next(&image, vec![register(2, 1, false), register(3, 1, false)]);
+        assert_eq!(manager.apply_delta(&heartbeat.image, &heartbeat.delta), 0);
+
+        let change = next(
+            &heartbeat.image,
+            vec![MetadataRecord::PartitionChange {
+                topic_id: topic,
+                partition_id: 2,
+                leader: Some(2),
+                isr: None,
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+            }],
+        );
+        assert_eq!(manager.apply_delta(&change.image, &change.delta), 1);
+        let moved = manager.get("t", 2).unwrap().role();
+        assert_eq!((moved.leader, moved.leader_epoch), (2, 1));
+        assert_eq!(manager.get("t", 0).unwrap().role().leader, 1);
+    }
 
     /// Caught (issue 9, item 5): a node that had not caught up with the leader deleted the
     /// logs its partial image did not mention, and a caught-up one deleted stray logs instead

@@ -1,11 +1,15 @@
 //! The replica side of the broker: the partitions hosted here and how they follow the image
 //! and each other. `partition` (one hosted replica, its operations split by job), `manager`
-//! (the image applied to the local logs), `fetcher` (follower replication: one task per
+//! (the image, or a delta, applied to the local logs), `local_changes` (which partitions a
+//! delta may change), `fetcher` (follower replication: one task per
 //! leader), `isr` (the leader's ISR changes sent to the controller). `lib.rs` re-exports them
 //! at the crate paths callers use (`crate::partition`, `crate::replica_manager`,
 //! `crate::replica_fetcher`, `crate::isr`).
 
 pub mod fetcher;
 pub mod isr;
+mod local_changes;
 pub mod manager;
 pub mod partition;
+#[cfg(test)]
+mod test_records;

@@ -174,6 +174,25 @@ final class AdminScenarios {
         }
     }
 
+    /**
+     * The topic's configs once {@code key} reads {@code expected}, or the last answer after 15 s.
+     * An alter is answered when the controller commits it; the broker the admin asks next
+     * (the least loaded one) may not have applied that commit yet, as in Kafka, so a
+     * read-after-write on a cluster waits for the change to reach that broker.
+     */
+    private static Config describeUntil(Admin admin, ConfigResource res, String key, String expected)
+            throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (true) {
+            Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+            ConfigEntry entry = cfg.get(key);
+            if ((entry != null && expected.equals(entry.value())) || System.nanoTime() > deadline) {
+                return cfg;
+            }
+            Thread.sleep(50);
+        }
+    }
+
     static void configs(Main.Env env) throws Exception {
         String topic = Clients.uniqueTopic("java-configs");
         try (Admin admin = Clients.admin(env.bootstrap())) {
@@ -192,14 +211,14 @@ final class AdminScenarios {
                 new AlterConfigOp(new ConfigEntry("retention.ms", "7200000"), AlterConfigOp.OpType.SET),
                 new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.APPEND))))
                 .all().get();
-            cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+            cfg = describeUntil(admin, res, "retention.ms", "7200000");
             Check.equal("7200000", cfg.get("retention.ms").value(), "retention.ms after SET");
             Check.equal("delete,compact", cfg.get("cleanup.policy").value(), "cleanup.policy after APPEND");
 
             admin.incrementalAlterConfigs(Map.of(res, List.of(
                 new AlterConfigOp(new ConfigEntry("retention.ms", null), AlterConfigOp.OpType.DELETE))))
                 .all().get();
-            cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+            cfg = describeUntil(admin, res, "retention.ms", "604800000");
             Check.equal("604800000", cfg.get("retention.ms").value(), "retention.ms after DELETE");
             Check.equal(ConfigEntry.ConfigSource.DEFAULT_CONFIG, cfg.get("retention.ms").source(),
                 "retention.ms source after DELETE");
@@ -215,7 +234,7 @@ final class AdminScenarios {
             @SuppressWarnings("deprecation")
             var legacy = admin.alterConfigs(Map.of(res, new Config(List.of(new ConfigEntry("segment.ms", "3600000")))));
             legacy.all().get();
-            cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+            cfg = describeUntil(admin, res, "segment.ms", "3600000");
             Check.equal("3600000", cfg.get("segment.ms").value(), "segment.ms after AlterConfigs");
             Check.equal("delete", cfg.get("cleanup.policy").value(), "cleanup.policy reset by AlterConfigs");
 
