@@ -4,8 +4,8 @@
 //! `QuorumController`). Each decision is made against the *speculative* image (the committed
 //! image plus every batch appended and not committed yet, [`Pipeline`]); its records are
 //! applied there first (so an inconsistent record is never made durable) and appended to the
-//! backend (the file log on a single node, which commits at once; the Raft quorum in a cluster,
-//! through the appender task without waiting); the state machines react (`on_commit`) on the
+//! Raft quorum (one voter on a single node) through the appender task without waiting; the
+//! state machines react (`on_commit`) on the
 //! speculative image too. The answer waits in the pipeline until the records up to the last
 //! one it led to have committed (the commit listener: the published image), so heartbeats and
 //! AlterPartition are decided and appended while a large CreateTopics is still committing.
@@ -32,8 +32,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
 use crate::controller_quorum::{spawn_appender, AppendJob, AppendOutcome, ControllerQuorum};
-use crate::metadata_log::MetadataLog;
-use crate::publisher::Publisher;
 
 /// Queue bound: callers wait (backpressure) rather than the controller buffering without limit.
 const QUEUE_CAPACITY: usize = 1024;
@@ -239,20 +237,12 @@ impl ControllerHandle {
     }
 }
 
-/// Where committed metadata goes and comes from.
-pub enum Backend {
-    /// Single node: the shell appends to the file log (committed once written) and publishes
-    /// the image itself.
-    Local {
-        log: Box<dyn MetadataLog>,
-        publisher: Publisher,
-    },
-    /// Cluster: the shell appends to the Raft quorum; the metadata follower applies what
-    /// commits and publishes the image, which is the shell's commit listener.
-    Quorum {
-        quorum: Arc<dyn ControllerQuorum>,
-        image_rx: watch::Receiver<Arc<MetadataImage>>,
-    },
+/// Where committed metadata goes and comes from: the shell appends to the Raft quorum (a
+/// single node runs a one-voter quorum, as KRaft's combined mode does); the metadata follower
+/// applies what commits and publishes the image, which is the shell's commit listener.
+pub struct Backend {
+    pub quorum: Arc<dyn ControllerQuorum>,
+    pub image_rx: watch::Receiver<Arc<MetadataImage>>,
 }
 
 /// How long an answer waits for its records to commit before it is REQUEST_TIMED_OUT (the
@@ -270,7 +260,7 @@ pub struct ControllerShell {
     pipeline: Pipeline<Parked>,
     /// Bumped on every revert: outcomes of batches appended before it are ignored.
     generation: u64,
-    /// Cluster: hands batches to the appender task, in offset order.
+    /// Hands batches to the appender task, in offset order.
     appender: Option<mpsc::UnboundedSender<AppendJob>>,
     /// The quorum term this shell is active in (0 = not active yet); it is the controller epoch.
     active_term: u64,
@@ -284,6 +274,10 @@ pub struct ControllerShell {
     /// it, so tests can prove that a stalled commit fences no healthy broker. Unset in
     /// production.
     stall_create_topics: Option<Duration>,
+    /// Single-node mode (no cluster configured): this node is the only voter and the only
+    /// broker, so no other process can hold its id (a new term starts with no sessions) and
+    /// its registration is caught up by construction (unfenced at once).
+    single_node: bool,
 }
 
 /// Reads the test-only stall hook from the environment.
@@ -338,10 +332,7 @@ impl ControllerShell {
         session_timeout: Duration,
     ) -> Self {
         let controller = Controller::new(config.clone(), 1, rand::random());
-        let quorum = match &backend {
-            Backend::Quorum { quorum, .. } => Some(quorum.clone()),
-            Backend::Local { .. } => None,
-        };
+        let quorum = Some(backend.quorum.clone());
         let live = Liveness {
             state: Arc::new(std::sync::Mutex::new(LivenessState {
                 sessions: BrokerSessions::new(duration_ms(session_timeout)),
@@ -363,7 +354,14 @@ impl ControllerShell {
             session_timeout,
             leader_rebalance: None,
             stall_create_topics: stall_hook(),
+            single_node: false,
         }
+    }
+
+    /// Single-node mode: see [`ControllerShell::single_node`].
+    pub fn single_node(mut self) -> Self {
+        self.single_node = true;
+        self
     }
 
     /// Enables the periodic preferred-leader rebalance (spec F).
@@ -377,22 +375,9 @@ impl ControllerShell {
         let (tx, mut rx) = mpsc::channel(QUEUE_CAPACITY);
         let live = self.live.clone();
         tokio::spawn(async move {
-            let (mut outcomes, mut committed_rx) = match &self.backend {
-                Backend::Quorum { quorum, image_rx } => {
-                    let (jobs, outcomes) = spawn_appender(quorum.clone());
-                    self.appender = Some(jobs);
-                    (Some(outcomes), Some(image_rx.clone()))
-                }
-                Backend::Local { .. } => {
-                    self.active_term = 1;
-                    // A single node owns its metadata log: no other process can hold its id,
-                    // so its sessions start empty rather than from the image.
-                    self.live.lock().term = 1;
-                    // Drive any partition left half-way (e.g. by a crash between commits).
-                    self.settle();
-                    (None, None)
-                }
-            };
+            let (jobs, mut outcomes) = spawn_appender(self.backend.quorum.clone());
+            self.appender = Some(jobs);
+            let mut committed_rx = self.backend.image_rx.clone();
             let mut sessions = tokio::time::interval(SESSION_CHECK);
             sessions.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let rebalance_every = self
@@ -410,7 +395,7 @@ impl ControllerShell {
                         Some(command) => self.handle(command).await,
                         None => return,
                     },
-                    Some(outcome) = recv_outcome(&mut outcomes) => self.on_outcome(outcome),
+                    Some(outcome) = outcomes.recv() => self.on_outcome(outcome),
                     Some(image) = next_image(&mut committed_rx) => self.on_committed(image),
                     _ = sessions.tick() => {
                         self.expire_overdue();
@@ -428,7 +413,7 @@ impl ControllerShell {
         self.live.lock().image = self.pipeline.speculative().clone();
     }
 
-    /// The commit listener (cluster): the metadata follower published `image`. Answers whose
+    /// The commit listener: the metadata follower published `image`. Answers whose
     /// records it holds go out in order; an image that is not what this controller appended
     /// reverts the pipeline.
     fn on_committed(&mut self, image: Arc<MetadataImage>) {
@@ -481,7 +466,7 @@ impl ControllerShell {
     /// image with a fresh pure controller and sessions (KRaft renounces on a failed append).
     fn revert(&mut self, dropped: Vec<Parked>) {
         self.generation += 1;
-        let leader = self.quorum().and_then(|q| q.leader());
+        let leader = self.backend.quorum.leader();
         fail_all(dropped, &not_controller(leader));
         self.deactivate();
         self.share_speculative();
@@ -497,19 +482,12 @@ impl ControllerShell {
         fail_all(self.pipeline.take_overdue(cutoff), &timed_out());
     }
 
-    fn quorum(&self) -> Option<&Arc<dyn ControllerQuorum>> {
-        match &self.backend {
-            Backend::Quorum { quorum, .. } => Some(quorum),
-            Backend::Local { .. } => None,
-        }
-    }
-
     /// This node is no longer the active controller: whatever is in flight is answered
     /// NOT_CONTROLLER.
     fn deactivate(&mut self) {
         if self.pipeline.in_flight() > 0 {
             self.generation += 1;
-            let leader = self.quorum().and_then(|q| q.leader());
+            let leader = self.backend.quorum.leader();
             fail_all(self.pipeline.fail(), &not_controller(leader));
         }
         self.active_term = 0;
@@ -521,10 +499,7 @@ impl ControllerShell {
     /// (its epoch is the term) on it and gives every live broker a full session before it can
     /// be fenced.
     async fn ensure_active(&mut self) -> Result<(), ApiError> {
-        let (quorum, mut image_rx) = match &self.backend {
-            Backend::Quorum { quorum, image_rx } => (quorum.clone(), image_rx.clone()),
-            Backend::Local { .. } => return Ok(()),
-        };
+        let (quorum, mut image_rx) = (self.backend.quorum.clone(), self.backend.image_rx.clone());
         if !quorum.is_leader() {
             self.deactivate();
             return Err(not_controller(quorum.leader()));
@@ -556,7 +531,13 @@ impl ControllerShell {
             let timeout = duration_ms(self.session_timeout);
             let image = self.pipeline.committed().clone();
             let mut live = self.live.lock();
-            live.sessions = BrokerSessions::activate(&image, timeout, now);
+            // A single node owns its metadata: no other process can hold its id, so its
+            // sessions start empty rather than from the image (a restart re-registers at once).
+            live.sessions = if self.single_node {
+                BrokerSessions::new(timeout)
+            } else {
+                BrokerSessions::activate(&image, timeout, now)
+            };
             live.image = image;
             live.term = term;
         }
@@ -621,7 +602,7 @@ impl ControllerShell {
         }
         self.settle();
         if let Some(answer) = self.pipeline.wait_for_appended(answer) {
-            // Everything it led to has committed already (the file log commits at once).
+            // Everything it led to has committed already (e.g. the operation appended nothing).
             answer.release();
         }
     }
@@ -630,7 +611,7 @@ impl ControllerShell {
     /// across an await) and the speculative image, with the clocks.
     fn with_context<R>(&mut self, received_ms: i64, f: impl FnOnce(&mut OpContext<'_>) -> R) -> R {
         let session_ms = self.live.now_ms();
-        let single_node = matches!(self.backend, Backend::Local { .. });
+        let single_node = self.single_node;
         let image = self.pipeline.speculative().clone();
         let mut live = self.live.lock();
         let mut ctx = OpContext {
@@ -667,7 +648,7 @@ impl ControllerShell {
 
     /// Fences brokers whose heartbeats stopped for longer than the session timeout.
     async fn expire_sessions(&mut self) {
-        if self.active_term == 0 || matches!(self.backend, Backend::Local { .. }) {
+        if self.active_term == 0 {
             return;
         }
         if self.ensure_active().await.is_err() {
@@ -711,10 +692,9 @@ impl ControllerShell {
         tracing::error!("controller state machines did not settle after 16 rounds");
     }
 
-    /// Puts `records` in flight on the speculative image and appends them: the file log
-    /// commits them at once; the quorum's appender takes them in order without this task
-    /// waiting. An inconsistent batch, or a file log that fails, is an `Err` and in flight
-    /// nothing.
+    /// Puts `records` in flight on the speculative image and appends them: the quorum's
+    /// appender takes them in order without this task waiting. An inconsistent batch, or an
+    /// appender that stopped, is an `Err` and in flight nothing.
     fn append(
         &mut self,
         records: Vec<MetadataRecord>,
@@ -724,70 +704,29 @@ impl ControllerShell {
         let Some(at) = self.pipeline.append(records.clone(), now)? else {
             return Ok(());
         };
-        match &mut self.backend {
-            Backend::Local { log, publisher } => {
-                let written = log.append(&records).map_err(storage_error).and_then(|o| {
-                    if o == at.first {
-                        Ok(())
-                    } else {
-                        Err(storage_error(format!(
-                            "the log put the batch at offset {o}, not {}",
-                            at.first
-                        )))
-                    }
-                });
-                if let Err(e) = written {
-                    // Only this batch was in flight: the file log commits each at once.
-                    fail_all(self.pipeline.fail(), &e);
-                    self.share_speculative();
-                    return Err(e);
-                }
-                let image = self.pipeline.speculative().clone();
-                publisher.publish(image.clone());
-                if let Ok(released) = self.pipeline.commit(image) {
-                    released.into_iter().for_each(|w| w.release());
-                }
-            }
-            Backend::Quorum { .. } => {
-                let job = AppendJob {
-                    generation: self.generation,
-                    first: at.first,
-                    records,
-                    stall,
-                };
-                let sent = self.appender.as_ref().is_some_and(|a| a.send(job).is_ok());
-                if !sent {
-                    let e = storage_error("the metadata appender stopped");
-                    let dropped = self.pipeline.fail();
-                    self.revert(dropped);
-                    return Err(e);
-                }
-            }
+        let job = AppendJob {
+            generation: self.generation,
+            first: at.first,
+            records,
+            stall,
+        };
+        let sent = self.appender.as_ref().is_some_and(|a| a.send(job).is_ok());
+        if !sent {
+            let e = storage_error("the metadata appender stopped");
+            let dropped = self.pipeline.fail();
+            self.revert(dropped);
+            return Err(e);
         }
         self.share_speculative();
         Ok(())
     }
 }
 
-async fn recv_outcome(
-    outcomes: &mut Option<mpsc::UnboundedReceiver<AppendOutcome>>,
-) -> Option<AppendOutcome> {
-    match outcomes {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next committed image the metadata follower publishes (cluster only).
-async fn next_image(
-    rx: &mut Option<watch::Receiver<Arc<MetadataImage>>>,
-) -> Option<Arc<MetadataImage>> {
-    match rx {
-        Some(rx) => match rx.changed().await {
-            Ok(()) => Some(rx.borrow_and_update().clone()),
-            Err(_) => std::future::pending().await,
-        },
-        None => std::future::pending().await,
+/// The next committed image the metadata follower publishes.
+async fn next_image(rx: &mut watch::Receiver<Arc<MetadataImage>>) -> Option<Arc<MetadataImage>> {
+    match rx.changed().await {
+        Ok(()) => Some(rx.borrow_and_update().clone()),
+        Err(_) => std::future::pending().await,
     }
 }
 

@@ -186,7 +186,7 @@ fn start() -> (Arc<ScriptedQuorum>, ControllerHandle) {
         }),
         published,
     });
-    let backend = Backend::Quorum {
+    let backend = Backend {
         quorum: quorum.clone(),
         image_rx,
     };

@@ -23,6 +23,7 @@ pub mod inter_broker;
 pub mod listener_config;
 pub mod log_dir_failure;
 pub mod meta_properties;
+pub mod metadata_import;
 pub mod metadata_log;
 pub mod principal;
 pub mod producer_expiry;

@@ -1,43 +1,26 @@
-//! The metadata log: where the controller's records are made durable before anyone applies them.
+//! The file metadata log earlier builds kept a single node's metadata in
+//! (`<data-dir>/metadata/metadata.log`), read once by `metadata_import` (and by `runnel
+//! dump-metadata`); nothing writes it any more. One line per appended batch, `<crc32c hex>
+//! <json array of records>` (files written before batches were one line per record, `<crc32c
+//! hex> <json record>`; both are read).
 //!
-//! The trait is the seam between the controller and its storage (this file log on a single
-//! node, the Raft quorum in a cluster). `FileMetadataLog` is the single-node implementation:
-//! one line per appended batch, `<crc32c hex> <json array of records>`, fsynced on every append
-//! (files written before batches were one line per record, `<crc32c hex> <json record>`; both
-//! are read). A batch is one checksummed line, so a crash mid-append loses the whole batch,
-//! never half of it.
-//!
-//! Damage follows the rule of `runnel_raft::storage::damage`: only a torn *tail* (an incomplete
-//! or corrupt last line with nothing valid after it, an append that was never acknowledged) is
-//! truncated on open; a bad line followed by valid ones refuses the open with the file, byte
-//! offset and line. A failed append is rolled back to the previous length (fsynced), or the
-//! process stops if even that fails, so the file never holds a partial line followed by good
-//! ones.
+//! Damage follows the rule of `runnel_raft::storage::damage`: a torn *tail* (an incomplete or
+//! corrupt last line with nothing valid after it, an append that was never acknowledged) is
+//! left out; a bad line followed by valid ones refuses the open with the file, byte offset and
+//! line. The file itself is never modified.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use runnel_metadata::MetadataRecord;
 use runnel_raft::storage::damage::{self, DamagedLog};
 use serde::Deserialize;
 
-/// A durable, ordered log of metadata records.
-pub trait MetadataLog: Send {
-    /// Appends the records durably; returns the offset of the first one.
-    fn append(&mut self, records: &[MetadataRecord]) -> std::io::Result<i64>;
-    /// Every committed record with its offset, in order.
-    fn replay(&self) -> std::io::Result<Vec<(i64, MetadataRecord)>>;
-    /// The offset the next record will get.
-    fn next_offset(&self) -> i64;
-}
-
-/// Why the metadata log cannot be opened.
+/// Why the metadata log cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum MetadataLogError {
     #[error(transparent)]
     Damaged(#[from] DamagedLog),
-    #[error("cannot open the metadata log: {0}")]
+    #[error("cannot read the metadata log: {0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -45,110 +28,31 @@ pub enum MetadataLogError {
 const REMEDY: &str = "Restore metadata.log from a backup, or repair the damaged line by hand; \
     nothing was truncated and no partition directory was touched.";
 
-/// Single-node metadata log in `<data-dir>/metadata/metadata.log`.
+/// The records of `<dir>/metadata.log`, checked when it is opened.
 pub struct FileMetadataLog {
-    path: PathBuf,
-    file: File,
-    /// The file's length: every byte of it belongs to a valid line.
-    len: u64,
-    next_offset: i64,
-    /// Test fault hook: the next write stops after this many bytes and fails.
-    #[cfg(test)]
-    fault: Option<usize>,
+    records: Vec<MetadataRecord>,
 }
 
 impl FileMetadataLog {
+    /// Reads and checks `<dir>/metadata.log`: damage refuses, a torn tail is left out.
     pub fn open(dir: &Path) -> Result<Self, MetadataLogError> {
-        std::fs::create_dir_all(dir)?;
         let path = dir.join("metadata.log");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .append(true)
-            .open(&path)?;
         let bytes = std::fs::read(&path)?;
         let scanned = scan(&bytes).map_err(|d| d.in_file(&path, "line", REMEDY))?;
         if scanned.valid_len < bytes.len() as u64 {
             tracing::warn!(
                 path = %path.display(),
                 valid_len = scanned.valid_len,
-                "truncating the torn tail of the metadata log"
+                "the metadata log ends in a torn line (an unacknowledged append): left out"
             );
-            file.set_len(scanned.valid_len)?;
-            file.sync_all()?;
         }
-        let records: usize = scanned.records.iter().map(|(_, r)| r.len()).sum();
-        Ok(FileMetadataLog {
-            path,
-            file,
-            len: scanned.valid_len,
-            next_offset: i64::try_from(records).unwrap_or(i64::MAX),
-            #[cfg(test)]
-            fault: None,
-        })
+        let records = scanned.records.into_iter().flat_map(|(_, b)| b).collect();
+        Ok(FileMetadataLog { records })
     }
 
-    /// Appends `line` at the end and fsyncs it.
-    fn write_durably(&mut self, line: &[u8]) -> std::io::Result<()> {
-        self.file.seek(SeekFrom::End(0))?;
-        #[cfg(test)]
-        if let Some(written) = self.fault.take() {
-            // The test fault hook: a disk that fills up part-way through the write.
-            self.file.write_all(&line[..written.min(line.len())])?;
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::StorageFull,
-                "injected ENOSPC",
-            ));
-        }
-        self.file.write_all(line)?;
-        self.file.sync_data()
-    }
-}
-
-impl MetadataLog for FileMetadataLog {
-    fn append(&mut self, records: &[MetadataRecord]) -> std::io::Result<i64> {
-        let first = self.next_offset;
-        if records.is_empty() {
-            return Ok(first);
-        }
-        let json = serde_json::to_string(records).map_err(std::io::Error::other)?;
-        let crc = crc32c::crc32c(json.as_bytes());
-        let line = format!("{crc:08x} {json}\n");
-        if let Err(e) = self.write_durably(line.as_bytes()) {
-            let len = self.len;
-            if let Err(rollback) = self.file.set_len(len).and_then(|()| self.file.sync_all()) {
-                damage::fail_stop(
-                    &format!(
-                        "a failed metadata log append ({e}) could not be rolled back in {}",
-                        self.path.display()
-                    ),
-                    &rollback,
-                );
-            }
-            tracing::error!(path = %self.path.display(), error = %e, "metadata log append failed; rolled back");
-            return Err(e);
-        }
-        self.len += line.len() as u64;
-        self.next_offset += records.len() as i64;
-        Ok(first)
-    }
-
-    fn replay(&self) -> std::io::Result<Vec<(i64, MetadataRecord)>> {
-        let bytes = std::fs::read(&self.path)?;
-        let scanned = scan(&bytes)
-            .map_err(|d| std::io::Error::other(d.in_file(&self.path, "line", REMEDY)))?;
-        Ok(scanned
-            .records
-            .into_iter()
-            .flat_map(|(_, batch)| batch)
-            .enumerate()
-            .map(|(i, r)| (i as i64, r))
-            .collect())
-    }
-
-    fn next_offset(&self) -> i64 {
-        self.next_offset
+    /// Every record, in order (a record's offset is its index).
+    pub fn into_records(self) -> Vec<MetadataRecord> {
+        self.records
     }
 }
 
@@ -242,6 +146,7 @@ fn any_valid_line(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
     use uuid::Uuid;
 
     fn topic(name: &str) -> MetadataRecord {
@@ -251,67 +156,66 @@ mod tests {
         }
     }
 
-    #[test]
-    fn appends_survive_reopen_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(log.append(&[topic("a"), topic("b")]).unwrap(), 0);
-        assert_eq!(log.append(&[topic("c")]).unwrap(), 2);
-        drop(log);
-        let log = FileMetadataLog::open(dir.path()).unwrap();
-        let names: Vec<_> = log
-            .replay()
-            .unwrap()
-            .into_iter()
-            .map(|(o, r)| match r {
-                MetadataRecord::Topic { name, .. } => (o, name),
-                _ => panic!("unexpected record"),
-            })
-            .collect();
-        assert_eq!(
-            names,
-            vec![(0, "a".into()), (1, "b".into()), (2, "c".into())]
-        );
-        assert_eq!(log.next_offset(), 3);
+    /// One line as earlier builds appended it: a batch, or (older still) a single record.
+    fn line(json: &str) -> String {
+        format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes()))
     }
 
-    fn names(log: &FileMetadataLog) -> Vec<String> {
-        log.replay()
-            .unwrap()
+    fn batch_line(names: &[&str]) -> String {
+        let records: Vec<_> = names.iter().map(|n| topic(n)).collect();
+        line(&serde_json::to_string(&records).unwrap())
+    }
+
+    fn write(dir: &Path, lines: &[String]) -> PathBuf {
+        let path = dir.join("metadata.log");
+        std::fs::write(&path, lines.concat()).unwrap();
+        path
+    }
+
+    fn names(log: FileMetadataLog) -> Vec<String> {
+        log.into_records()
             .into_iter()
-            .map(|(_, r)| match r {
+            .map(|r| match r {
                 MetadataRecord::Topic { name, .. } => name,
                 _ => panic!("unexpected record"),
             })
             .collect()
     }
 
-    /// A torn tail (an incomplete or corrupt last line, nothing valid after it) is truncated;
-    /// a torn batch goes as a whole.
     #[test]
-    fn torn_and_corrupt_tails_are_truncated() {
+    fn batches_are_read_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        log.append(&[topic("a"), topic("b")]).unwrap();
-        drop(log);
-        let path = dir.path().join("metadata.log");
-        let mut bytes = std::fs::read(&path).unwrap();
-        let full = bytes.len();
-        bytes.extend_from_slice(b"0000beef [{\"Topic\":");
-        std::fs::write(&path, &bytes).unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(names(&log), ["a", "b"]);
-        assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, full);
-        assert_eq!(log.append(&[topic("c"), topic("d")]).unwrap(), 2);
-        drop(log);
-        // A flipped byte in the last line (the batch c, d): the whole batch goes.
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 10;
-        bytes[last] ^= 0x01;
-        std::fs::write(&path, &bytes).unwrap();
+        write(dir.path(), &[batch_line(&["a", "b"]), batch_line(&["c"])]);
         let log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(names(&log), ["a", "b"]);
-        assert_eq!(log.next_offset(), 2);
+        assert_eq!(names(log), ["a", "b", "c"]);
+    }
+
+    /// A torn tail (an incomplete or corrupt last line, nothing valid after it) is left out as
+    /// a whole batch, and the file is not modified.
+    #[test]
+    fn torn_and_corrupt_tails_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = batch_line(&["a", "b"]);
+        let torn = "0000beef [{\"Topic\":".to_string();
+        let path = write(dir.path(), &[good.clone(), torn]);
+        let before = std::fs::read(&path).unwrap();
+        assert_eq!(
+            names(FileMetadataLog::open(dir.path()).unwrap()),
+            ["a", "b"]
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "not truncated");
+        // A flipped byte in the last line (the batch c, d): the whole batch goes.
+        let mut last = batch_line(&["c", "d"]).into_bytes();
+        let at = last.len() - 10;
+        last[at] ^= 0x01;
+        let path = write(dir.path(), &[good]);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&last);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            names(FileMetadataLog::open(dir.path()).unwrap()),
+            ["a", "b"]
+        );
     }
 
     /// Caught (issue 9, item 4): a bad line in the middle used to be taken for a torn tail and
@@ -321,16 +225,12 @@ mod tests {
     #[test]
     fn corruption_followed_by_valid_lines_refuses_to_open() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        for name in ["a", "b", "c", "d"] {
-            log.append(&[topic(name)]).unwrap();
-        }
-        drop(log);
-        let path = dir.path().join("metadata.log");
+        let lines = ["a", "b", "c", "d"].map(|n| batch_line(&[n]));
+        let path = write(dir.path(), &lines);
         let bytes = std::fs::read(&path).unwrap();
-        let second = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let second = lines[0].len();
         // A flipped bit in the body, and a line break destroyed.
-        let newline = second + bytes[second..].iter().position(|&b| b == b'\n').unwrap();
+        let newline = second + lines[1].len() - 1;
         for at in [second + 15, newline] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 0x01;
@@ -346,55 +246,30 @@ mod tests {
         }
     }
 
-    /// Caught (issue 9, item 4): an append that failed part-way (ENOSPC) left the partial line
-    /// in the file, the next append wrote good lines after it, and the next open truncated
-    /// them all. Now the failed append is rolled back and the file holds exactly the
-    /// acknowledged batches.
-    #[test]
-    fn failed_append_is_rolled_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        log.append(&[topic("a")]).unwrap();
-        let path = dir.path().join("metadata.log");
-        let before = std::fs::read(&path).unwrap();
-        log.fault = Some(12);
-        let err = log.append(&[topic("b"), topic("c")]).unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
-        assert_eq!(std::fs::read(&path).unwrap(), before);
-        assert_eq!(log.next_offset(), 1);
-        assert_eq!(log.append(&[topic("d")]).unwrap(), 1);
-        drop(log);
-        let log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(names(&log), ["a", "d"]);
-    }
-
-    /// Files written one record per line (before batches were lines) still replay.
+    /// Files written one record per line (before batches were lines) are read too.
     #[test]
     fn one_record_per_line_files_are_read() {
         let dir = tempfile::tempdir().unwrap();
-        let mut text = String::new();
-        for name in ["a", "b"] {
-            let json = serde_json::to_string(&topic(name)).unwrap();
-            text.push_str(&format!("{:08x} {json}\n", crc32c::crc32c(json.as_bytes())));
-        }
-        std::fs::write(dir.path().join("metadata.log"), text).unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(log.next_offset(), 2);
-        log.append(&[topic("c")]).unwrap();
-        assert_eq!(names(&log), ["a", "b", "c"]);
+        let lines: Vec<_> = ["a", "b"]
+            .iter()
+            .map(|n| line(&serde_json::to_string(&topic(n)).unwrap()))
+            .collect();
+        write(
+            dir.path(),
+            &[lines[0].clone(), lines[1].clone(), batch_line(&["c"])],
+        );
+        assert_eq!(
+            names(FileMetadataLog::open(dir.path()).unwrap()),
+            ["a", "b", "c"]
+        );
     }
 
     #[test]
     fn last_line_without_newline_is_torn() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = FileMetadataLog::open(dir.path()).unwrap();
-        log.append(&[topic("a")]).unwrap();
-        log.append(&[topic("b")]).unwrap();
-        drop(log);
-        let path = dir.path().join("metadata.log");
-        let bytes = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        let log = FileMetadataLog::open(dir.path()).unwrap();
-        assert_eq!(log.replay().unwrap().len(), 1);
+        let mut second = batch_line(&["b"]);
+        second.pop();
+        write(dir.path(), &[batch_line(&["a"]), second]);
+        assert_eq!(names(FileMetadataLog::open(dir.path()).unwrap()), ["a"]);
     }
 }

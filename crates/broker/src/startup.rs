@@ -2,12 +2,13 @@
 //!
 //! Order (`start`): the file-descriptor limit -> the metadata logs checked for damage, before any
 //! partition directory is opened -> partition logs (recovery) and the replica manager -> the
-//! client listener bound -> `meta.properties` (the cluster id) -> metadata: on a single node, the
-//! file log replayed into the image and the controller task; in a cluster, the quorum listener
-//! and Raft node, the controller task on a voter, registration and heartbeats -> the group
-//! coordinator -> the ISR shrinker, cleaner, producer-state expiry, log-dir failure watch and
-//! housekeeping timers -> serving. The listener is bound before registration because the address
-//! it gets is the one the broker registers.
+//! client listeners bound -> `meta.properties` (the cluster id) -> metadata (`start_metadata`):
+//! the Raft node (over the controller listener in a cluster; a one-voter quorum with no
+//! listener on a single node, which first imports an old file metadata log once), the
+//! metadata follower, the controller task on a voter, registration and heartbeats -> the
+//! group and transaction coordinators -> the ISR shrinker, cleaner, producer-state expiry,
+//! log-dir failure watch and housekeeping timers -> serving. The listener is bound before
+//! registration because the address it gets is the one the broker registers.
 //!
 //! Shutdown stops accepting, then flushes every log, writes checkpoints and the clean-shutdown
 //! marker.
@@ -35,7 +36,6 @@ use crate::context::{Broker, BrokerParts};
 use crate::controller_client::ControllerClient;
 use crate::controller_shell::{Backend, ControllerShell};
 use crate::log_dir_failure::LogDirFailure;
-use crate::metadata_log::{FileMetadataLog, MetadataLog};
 use crate::partition::log_config;
 use crate::publisher::{follow, Publisher};
 use crate::replica_manager::ReplicaManager;
@@ -361,6 +361,155 @@ pub fn base64_url(bytes: &[u8]) -> String {
     out
 }
 
+/// What the metadata start needs besides the configuration.
+struct MetadataBoot {
+    file_log: Option<crate::metadata_import::PendingImport>,
+    replicas: Arc<ReplicaManager>,
+    controller_config: ControllerConfig,
+    leader_rebalance: Option<(Duration, u32)>,
+    session_timeout: Duration,
+    registration: runnel_metadata::controller::RegisterBroker,
+}
+
+type MetadataStarted = (
+    String,
+    watch::Receiver<Arc<MetadataImage>>,
+    ControllerClient,
+    Arc<MetadataQuorum>,
+    Option<JoinHandle<()>>,
+);
+
+/// The quorum this node belongs to: the configured cluster, or on a single node a one-voter
+/// quorum of this node alone (KRaft's combined mode) with no controller listener (one voter
+/// sends and serves no Raft RPC; its address in the membership is never dialled).
+fn quorum_membership(config: &BrokerConfig) -> crate::config::ClusterConfig {
+    match &config.cluster {
+        Some(cluster) => cluster.clone(),
+        None => crate::config::ClusterConfig {
+            broker: true,
+            controller: true,
+            voters: BTreeMap::from([(config.node_id, "127.0.0.1:0".to_string())]),
+            controller_listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            controller_advertise: None,
+        },
+    }
+}
+
+/// Starts the Raft node: over the controller listener in a cluster, without one on a single
+/// node.
+async fn start_quorum(
+    config: &BrokerConfig,
+    cluster: &crate::config::ClusterConfig,
+    cluster_id: &str,
+) -> Result<MetadataQuorum, BrokerError> {
+    let mut quorum_config = QuorumConfig::new(
+        config.node_id,
+        cluster.voters.clone(),
+        config.data_dir.join("metadata-quorum"),
+    );
+    quorum_config.cluster_id = cluster_id.to_string();
+    quorum_config.observer_address = cluster.controller_advertise.clone();
+    let started = if config.cluster.is_some() {
+        let quorum_listener = TcpListener::bind(cluster.controller_listen)
+            .await
+            .map_err(|e| {
+                BrokerError::Startup(format!(
+                    "cannot listen on the controller address {}: {e}",
+                    cluster.controller_listen
+                ))
+            })?;
+        if let Ok(local) = quorum_listener.local_addr() {
+            tracing::info!(address = %local, "controller (quorum) listener bound");
+        }
+        // controller.listener.names: TLS / SASL on the quorum listener, both directions.
+        let security = config.controller_security()?;
+        MetadataQuorum::start_secured(quorum_config, quorum_listener, security).await
+    } else {
+        let transport = Arc::new(runnel_raft::TcpTransport::with_security(
+            cluster_id,
+            runnel_raft::network::security::plaintext(),
+        ));
+        MetadataQuorum::start_with_transport(quorum_config, transport, None).await
+    };
+    started.map_err(|e| BrokerError::Startup(format!("metadata quorum did not start: {e}")))
+}
+
+/// The metadata side of start-up: the cluster id, the Raft node (importing a single node's
+/// old file log once), the metadata follower, the controller task on a voter, registration
+/// and heartbeats.
+async fn start_metadata(
+    config: &BrokerConfig,
+    boot: MetadataBoot,
+) -> Result<MetadataStarted, BrokerError> {
+    let cluster = quorum_membership(config);
+    let voters_for_id = config.cluster.as_ref().map(|c| &c.voters);
+    let cluster_id = cluster_id(&config.data_dir, config.node_id, voters_for_id)?;
+    let quorum = Arc::new(start_quorum(config, &cluster, &cluster_id).await?);
+    if let Some(file_log) = boot.file_log {
+        file_log.import(&quorum).await?;
+    }
+    let image = Arc::new(MetadataImage::empty(cluster_id.clone()));
+    let (image_tx, image_rx) = watch::channel(image.clone());
+    let publisher = Publisher::new(boot.replicas.clone(), image_tx);
+    publisher.publish(image.clone());
+    let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(follow_quorum(
+        quorum.clone(),
+        publisher,
+        boot.replicas.clone(),
+        image.clone(),
+        committed_rx,
+    ));
+    let local = cluster.controller.then(|| {
+        let backend = Backend {
+            quorum: quorum.clone(),
+            image_rx: image_rx.clone(),
+        };
+        let shell =
+            ControllerShell::new(boot.controller_config, backend, image, boot.session_timeout);
+        let shell = if config.cluster.is_none() {
+            shell.single_node()
+        } else {
+            shell
+        };
+        let handle = match boot.leader_rebalance {
+            Some((every, percentage)) => shell.with_leader_rebalance(every, percentage),
+            None => shell,
+        }
+        .spawn();
+        quorum.set_app_handler(crate::controller_rpc::app_handler(
+            handle.clone(),
+            Arc::downgrade(&quorum),
+        ));
+        handle
+    });
+    let client = ControllerClient::cluster(
+        config.node_id,
+        local,
+        quorum.clone(),
+        cluster.voters.clone(),
+        &cluster_id,
+    );
+    tokio::spawn(learn_leader_committed(client.clone(), committed_tx));
+    let mut heartbeats = None;
+    if cluster.broker {
+        let broker_epoch =
+            register_in_cluster(&client, &boot.registration, boot.session_timeout).await?;
+        let heartbeat_every = Duration::from_millis(
+            config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
+        );
+        heartbeats = Some(tokio::spawn(heartbeat_loop(
+            client.clone(),
+            boot.registration,
+            broker_epoch,
+            image_rx.clone(),
+            heartbeat_every,
+        )));
+        wait_until_unfenced(image_rx.clone(), config.node_id, broker_epoch).await;
+    }
+    Ok((cluster_id, image_rx, client, quorum, heartbeats))
+}
+
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     // Sockets and segment files share one FD table: take the hard limit before opening either.
     let fd_limit = crate::server::fd_limit::raise_nofile_limit();
@@ -374,17 +523,13 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     })?;
     // The metadata logs are checked before any partition directory is opened: a damaged one
     // refuses to start with nothing in the log dir touched (not even recovery).
+    // A single node's file log of an earlier build is imported once (metadata_import).
     let file_log = match &config.cluster {
-        None => Some(
-            FileMetadataLog::open(&data_dir.join("metadata"))
-                .map_err(|e| BrokerError::Startup(e.to_string()))?,
-        ),
-        Some(_) => {
-            LogStore::verify(&data_dir.join("metadata-quorum"))
-                .map_err(|e| BrokerError::Startup(format!("metadata quorum did not start: {e}")))?;
-            None
-        }
+        None => crate::metadata_import::open(&data_dir)?,
+        Some(_) => None,
     };
+    LogStore::verify(&data_dir.join("metadata-quorum"))
+        .map_err(|e| BrokerError::Startup(format!("metadata quorum did not start: {e}")))?;
     let defaults = BrokerDefaults::new(config.props.clone());
     let default_log_config = log_config(&effective_topic_config(&BTreeMap::new(), &defaults));
     let logs = LogManager::open(data_dir.clone(), default_log_config)?;
@@ -473,128 +618,19 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
             .collect(),
     };
 
-    let mut heartbeats = None;
-    let (cluster_id, image_rx, controller, quorum) = match &config.cluster {
-        None => {
-            let cluster_id = cluster_id(&data_dir, config.node_id, None)?;
-            let metadata_log = file_log.ok_or_else(|| {
-                BrokerError::Startup("the single-node metadata log was not opened".into())
-            })?;
-            let records = metadata_log.replay()?;
-            let image = MetadataImage::empty(cluster_id.clone())
-                .apply(&records)
-                .map_err(|e| {
-                    BrokerError::Startup(format!("metadata log cannot be replayed: {e}"))
-                })?;
-            let image = Arc::new(image);
-            // The file log was replayed in full: the image is complete.
-            replicas.set_caught_up();
-            let (image_tx, image_rx) = watch::channel(image.clone());
-            let publisher = Publisher::new(replicas.clone(), image_tx);
-            publisher.publish(image.clone());
-            let backend = Backend::Local {
-                log: Box::new(metadata_log),
-                publisher,
-            };
-            let handle =
-                ControllerShell::new(controller_config, backend, image, session_timeout).spawn();
-            let client = ControllerClient::local(handle);
-            client
-                .run_within(registration.clone(), Duration::from_secs(30))
-                .await
-                .map_err(|e| {
-                    BrokerError::Startup(format!("broker registration failed: {}", e.message))
-                })?;
-            (cluster_id, image_rx, client, None)
-        }
-        Some(cluster) => {
-            let cluster_id = cluster_id(&data_dir, config.node_id, Some(&cluster.voters))?;
-            let quorum_listener =
-                TcpListener::bind(cluster.controller_listen)
-                    .await
-                    .map_err(|e| {
-                        BrokerError::Startup(format!(
-                            "cannot listen on the controller address {}: {e}",
-                            cluster.controller_listen
-                        ))
-                    })?;
-            if let Ok(local) = quorum_listener.local_addr() {
-                tracing::info!(address = %local, "controller (quorum) listener bound");
-            }
-            let mut quorum_config = QuorumConfig::new(
-                config.node_id,
-                cluster.voters.clone(),
-                data_dir.join("metadata-quorum"),
-            );
-            quorum_config.cluster_id = cluster_id.clone();
-            quorum_config.observer_address = cluster.controller_advertise.clone();
-            // controller.listener.names: TLS / SASL on the quorum listener, both directions.
-            let security = config.controller_security()?;
-            let quorum = Arc::new(
-                MetadataQuorum::start_secured(quorum_config, quorum_listener, security)
-                    .await
-                    .map_err(|e| {
-                        BrokerError::Startup(format!("metadata quorum did not start: {e}"))
-                    })?,
-            );
-            let image = Arc::new(MetadataImage::empty(cluster_id.clone()));
-            let (image_tx, image_rx) = watch::channel(image.clone());
-            let publisher = Publisher::new(replicas.clone(), image_tx);
-            publisher.publish(image.clone());
-            let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
-            tokio::spawn(follow_quorum(
-                quorum.clone(),
-                publisher,
-                replicas.clone(),
-                image.clone(),
-                committed_rx,
-            ));
-            let local = if cluster.controller {
-                let backend = Backend::Quorum {
-                    quorum: quorum.clone(),
-                    image_rx: image_rx.clone(),
-                };
-                let handle =
-                    ControllerShell::new(controller_config, backend, image, session_timeout);
-                let handle = match leader_rebalance {
-                    Some((every, percentage)) => handle.with_leader_rebalance(every, percentage),
-                    None => handle,
-                }
-                .spawn();
-                quorum.set_app_handler(crate::controller_rpc::app_handler(
-                    handle.clone(),
-                    Arc::downgrade(&quorum),
-                ));
-                Some(handle)
-            } else {
-                None
-            };
-            let client = ControllerClient::cluster(
-                config.node_id,
-                local,
-                quorum.clone(),
-                cluster.voters.clone(),
-                &cluster_id,
-            );
-            tokio::spawn(learn_leader_committed(client.clone(), committed_tx));
-            if cluster.broker {
-                let broker_epoch =
-                    register_in_cluster(&client, &registration, session_timeout).await?;
-                let heartbeat_every = Duration::from_millis(
-                    config.get_i64("broker.heartbeat.interval.ms", 2000).max(10) as u64,
-                );
-                heartbeats = Some(tokio::spawn(heartbeat_loop(
-                    client.clone(),
-                    registration.clone(),
-                    broker_epoch,
-                    image_rx.clone(),
-                    heartbeat_every,
-                )));
-                wait_until_unfenced(image_rx.clone(), config.node_id, broker_epoch).await;
-            }
-            (cluster_id, image_rx, client, Some(quorum))
-        }
-    };
+    let (cluster_id, image_rx, controller, quorum, heartbeats) = start_metadata(
+        &config,
+        MetadataBoot {
+            file_log,
+            replicas: replicas.clone(),
+            controller_config,
+            leader_rebalance,
+            session_timeout,
+            registration,
+        },
+    )
+    .await?;
+    let quorum = Some(quorum);
 
     let node_id = config.node_id;
     tokio::spawn(follow_dynamic_configs(

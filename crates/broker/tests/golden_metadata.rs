@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use runnel_broker::metadata_log::{FileMetadataLog, MetadataLog};
+use runnel_broker::metadata_log::FileMetadataLog;
 use runnel_metadata::image::MetadataImage;
 use runnel_metadata::records::{ConfigResource, MetadataRecord};
 use runnel_raft::openraft::EntryPayload;
@@ -78,7 +78,7 @@ fn assert_history(image: &MetadataImage) {
 fn replay_file_log(version: &str) -> MetadataImage {
     let dir = scratch_copy(&golden(version).join("file-log"));
     let log = FileMetadataLog::open(dir.path()).expect("the golden file log opens");
-    let records = log.replay().expect("the golden file log replays");
+    let records: Vec<_> = (0..).zip(log.into_records()).collect();
     MetadataImage::empty("golden".into())
         .apply(&records)
         .expect("the golden file log's records apply")

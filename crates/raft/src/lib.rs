@@ -1,8 +1,9 @@
 //! # runnel-raft
 //!
 //! The Raft-replicated metadata log (KRaft's `__cluster_metadata`, spec I), built on
-//! [openraft](https://docs.rs/openraft) 0.9. It replaces the single-node `FileMetadataLog`:
-//! the controller proposes batches of [`MetadataRecord`](runnel_metadata::MetadataRecord)s on the
+//! [openraft](https://docs.rs/openraft) 0.9, on every node (a single node is a one-voter
+//! quorum; it replaced the single-node `FileMetadataLog`, which is now only imported once): the
+//! controller proposes batches of [`MetadataRecord`](runnel_metadata::MetadataRecord)s on the
 //! leader, and every node (voter or observer) reads the same committed records in the same
 //! order and builds the same image.
 //!

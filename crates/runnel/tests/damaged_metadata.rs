@@ -69,24 +69,25 @@ fn flip_byte(path: &Path, at: usize) {
 
 /// Caught (issue 9, item 4): a byte flipped in the middle of a single node's metadata log used
 /// to be taken for a torn tail; everything after it was truncated and the replica manager
-/// deleted the partition logs of every topic created afterwards. Now the broker refuses to
-/// start, naming the file and byte offset, and no partition directory is touched; with the
-/// byte repaired it starts and serves every record.
+/// deleted the partition logs of every topic created afterwards. A single node now keeps its
+/// metadata in a one-voter Raft log (damage there: the cluster test below); the file log an
+/// earlier build wrote (the golden fixture) is still read once, by the importer, with the same
+/// check: the broker refuses to start, naming the file and byte offset, and no partition
+/// directory is touched; with the byte repaired it imports and serves the topics.
 #[test]
 fn single_node_refuses_a_metadata_log_damaged_in_the_middle() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut broker = TestBroker::start(&data, &[]);
-    let mut wire = broker.connect();
-    let topics = ["t1", "t2", "t3", "t4"];
-    for t in topics {
-        assert_eq!(wire.create_topic(t, 1, 1, &[]).0, 0);
-        let (code, _) = wire.produce(t, 0, batch(&[(None, t)], Compression::None), -1);
-        assert_eq!(code, 0);
-    }
-    assert!(broker.stop());
-
+    std::fs::create_dir_all(data.join("metadata")).unwrap();
+    std::fs::create_dir_all(data.join("kept-0")).unwrap();
+    std::fs::write(data.join("kept-0/00000000000000000000.log"), b"x").unwrap();
     let log = data.join("metadata").join("metadata.log");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/golden-metadata/v1/file-log/metadata.log"),
+        &log,
+    )
+    .unwrap();
     let text = std::fs::read(&log).unwrap();
     let starts: Vec<usize> = std::iter::once(0)
         .chain(
@@ -124,14 +125,20 @@ fn single_node_refuses_a_metadata_log_damaged_in_the_middle() {
     );
     assert!(stderr.contains(&expected), "{expected} in: {stderr}");
     assert_eq!(partition_listing(&data), before, "partition dirs untouched");
+    assert!(!data.join("metadata-quorum").exists(), "nothing imported");
 
-    // Repaired, everything is there.
+    // Repaired, it is imported and served.
     flip_byte(&log, middle + 20);
-    broker.restart();
+    let broker = TestBroker::start(&data, &[]);
     let mut wire = broker.connect();
-    for t in topics {
-        assert_eq!(values(&wire.fetch_all(t, 0, 0)), [t]);
-    }
+    let (code, _) = wire.produce(
+        "golden-a",
+        0,
+        batch(&[(Some("k"), "v")], Compression::None),
+        -1,
+    );
+    assert_eq!(code, 0);
+    assert_eq!(values(&wire.fetch_all("golden-a", 0, 0)), ["v"]);
 }
 
 /// The start offsets of the framed `[len][crc][body]` records of a Raft log.
