@@ -19,17 +19,18 @@ API_VERSIONS = 18
 # (api key, min, max) a Kafka 4.x broker serves and Runnel advertises.
 KAFKA_4X = {
     0: (3, 13),    # Produce
-    1: (4, 17),    # Fetch
+    1: (4, 18),    # Fetch (v18: KIP-1166's replica high-watermark, ignored as Kafka's broker does)
     2: (1, 10),    # ListOffsets
     3: (0, 13),    # Metadata (v0-3 deprecated, kept by 4.x)
     10: (0, 6),    # FindCoordinator
     11: (0, 9),    # JoinGroup
     13: (0, 5),    # LeaveGroup
-    8: (2, 9),     # OffsetCommit (v9: KIP-848 member epochs)
+    8: (2, 10),    # OffsetCommit (v9: KIP-848 member epochs, v10: topic ids)
+    9: (1, 10),    # OffsetFetch (v10: topic ids)
     15: (0, 6),    # DescribeGroups
     18: (0, 4),    # ApiVersions
     20: (1, 6),    # DeleteTopics
-    22: (0, 5),    # InitProducerId
+    22: (0, 6),    # InitProducerId (v6: KIP-939, refused as with two-phase commit off)
     55: (0, 2),    # DescribeQuorum
     57: (0, 2),    # UpdateFeatures
     60: (0, 2),    # DescribeCluster
@@ -37,6 +38,7 @@ KAFKA_4X = {
     71: (0, 0),    # GetTelemetrySubscriptions
     72: (0, 0),    # PushTelemetry
     74: (0, 1),    # ListConfigResources
+    66: (0, 2),    # ListTransactions (v2: KIP-1152's transactional id pattern)
 }
 
 

@@ -430,6 +430,7 @@ pub async fn offset_commit(
                 .collect();
             offset_commit_response::OffsetCommitResponseTopic::default()
                 .with_name(t.name.clone())
+                .with_topic_id(t.topic_id)
                 .with_partitions(partitions)
         })
         .collect();

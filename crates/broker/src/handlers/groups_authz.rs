@@ -17,7 +17,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::*;
 use runnel_metadata::acl::{AclOperation, ResourceType};
 
-use super::{consumer_group, groups};
+use super::{consumer_group, groups, offset_topic_ids};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
@@ -142,6 +142,12 @@ pub async fn offset_commit(
         let topics = request.topics.iter().map(|t| answer(t, DENIED)).collect();
         return OffsetCommitResponse::default().with_topics(topics);
     }
+    // v10 names topics by id: resolved before the topic ACLs, as Kafka does.
+    let unknown_ids = if version >= offset_topic_ids::TOPIC_ID_VERSION {
+        offset_topic_ids::resolve_commit(&mut request, &broker.image())
+    } else {
+        Vec::new()
+    };
     let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut request.topics)
         .into_iter()
         .partition(|t| broker.authorized_topic(ctx, AclOperation::Read, &t.name.0));
@@ -151,12 +157,13 @@ pub async fn offset_commit(
         .iter()
         .map(|t| answer(t, code::TOPIC_AUTHORIZATION_FAILED));
     response.topics.extend(refused);
+    response.topics.extend(unknown_ids);
     response
 }
 
 pub async fn offset_fetch(
     broker: &Arc<Broker>,
-    request: OffsetFetchRequest,
+    mut request: OffsetFetchRequest,
     version: i16,
     ctx: &RequestContext,
 ) -> OffsetFetchResponse {
@@ -167,6 +174,13 @@ pub async fn offset_fetch(
         request.topics.is_none()
     } else {
         request.groups.iter().all(|g| g.topics.is_none())
+    };
+    let by_id = version >= offset_topic_ids::TOPIC_ID_VERSION;
+    let image = broker.image();
+    let unknown_ids = if by_id {
+        offset_topic_ids::resolve_fetch(&mut request, &image)
+    } else {
+        Vec::new()
     };
     let mut response = groups::offset_fetch(broker, request, version).await;
     let describable = |t: &str| broker.authorized_topic(ctx, AclOperation::Describe, t);
@@ -194,6 +208,9 @@ pub async fn offset_fetch(
                 p.error_code = code::TOPIC_AUTHORIZATION_FAILED;
             }
         }
+    }
+    if by_id {
+        offset_topic_ids::finish_fetch(&mut response, unknown_ids, &image);
     }
     response
 }

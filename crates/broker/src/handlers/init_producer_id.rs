@@ -1,6 +1,8 @@
 //! InitProducerId (API 22): idempotent producers get a fresh producer id (or, KIP-360, an
 //! epoch bump of theirs); transactional producers are served by their transaction
-//! coordinator (`txn_manager`, decisions in `runnel-txn`).
+//! coordinator (`txn_manager`, decisions in `runnel-txn`). v6 (KIP-939) adds two-phase
+//! commit, which Runnel does not have: it answers as a Kafka broker with
+//! `transaction.two.phase.commit.enable=false` (see `two_phase_commit_refusal`).
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use runnel_txn::{errors, InitAnswer, InitRequest};
 
 use crate::context::Broker;
+use crate::errors::code;
 
 fn failed(code: i16) -> InitProducerIdResponse {
     InitProducerIdResponse::default()
@@ -49,6 +52,9 @@ async fn transactional(
     transactional_id: String,
     version: i16,
 ) -> InitProducerIdResponse {
+    if let Some(refused) = two_phase_commit_refusal(request, &transactional_id) {
+        return failed(refused);
+    }
     let mut req = InitRequest {
         transactional_id,
         timeout_ms: request.transaction_timeout_ms,
@@ -72,4 +78,26 @@ async fn transactional(
         }
     }
     failed(errors::CONCURRENT_TRANSACTIONS)
+}
+
+/// KIP-939's flags (v6; they decode as false before), refused as Kafka 4.1's
+/// `TransactionCoordinator.handleInitProducerId` refuses them when two-phase commit is off,
+/// after its empty-id check (which the coordinator makes here): `enable2Pc` gets
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (not a version error, so a client cannot tell the
+/// feature is off from the missing ACL), `keepPreparedTxn` UNSUPPORTED_VERSION. The answer's
+/// ongoing-transaction fields keep their default -1: there is never a prepared transaction
+/// to report.
+fn two_phase_commit_refusal(
+    request: &InitProducerIdRequest,
+    transactional_id: &str,
+) -> Option<i16> {
+    if transactional_id.is_empty() {
+        None
+    } else if request.enable_2_pc {
+        Some(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if request.keep_prepared_txn {
+        Some(code::UNSUPPORTED_VERSION)
+    } else {
+        None
+    }
 }
