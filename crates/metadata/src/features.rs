@@ -205,7 +205,7 @@ pub const DEFAULT_METADATA_VERSION: i16 = 25;
 
 /// A feature's default level at a metadata.version (Kafka's `Features.defaultValue`): the
 /// newest level whose bootstrap metadata.version it reaches.
-fn default_level(feature: &str, metadata_version: i16) -> i16 {
+pub fn default_level(feature: &str, metadata_version: i16) -> i16 {
     match feature {
         // GV_1's bootstrap metadata.version is 4.0-IV0 (22).
         "group.version" if metadata_version >= 22 => 1,
@@ -215,7 +215,7 @@ fn default_level(feature: &str, metadata_version: i16) -> i16 {
 
 /// The metadata.version a feature level needs (Kafka's `validateVersion`: every level above 0
 /// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0).
-fn required_metadata_version(feature: &str, level: i16) -> Option<i16> {
+pub fn required_metadata_version(feature: &str, level: i16) -> Option<i16> {
     match (feature, level) {
         (_, l) if l < 1 => None,
         ("group.version", _) => Some(22),

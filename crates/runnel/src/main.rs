@@ -57,7 +57,7 @@ enum Command {
     DeleteRecords(cmd::delete_records::DeleteRecordsArgs),
     /// Describe the brokers' log directories as JSON (kafka-log-dirs.sh --describe).
     LogDirs(cmd::log_dirs::LogDirsArgs),
-    /// Describe the supported and finalized features (kafka-features.sh describe).
+    /// Describe and change feature levels (kafka-features.sh).
     Features(cmd::features::FeaturesArgs),
     /// Add, remove and list ACLs (kafka-acls.sh).
     Acls(cmd::acls::AclsArgs),

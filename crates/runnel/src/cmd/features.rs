@@ -1,11 +1,19 @@
-//! `runnel features describe`: kafka-features.sh describe. One line per feature the broker
+//! `runnel features`: kafka-features.sh. `describe` prints one line per feature the broker
 //! supports, sorted by name, from ApiVersions v3+ (supported ranges, finalized levels and
-//! their epoch); `metadata.version` levels are shown as Kafka release versions.
+//! their epoch); `metadata.version` levels are shown as Kafka release versions. `upgrade`,
+//! `downgrade` and `disable` are `features_update`; `version-mapping` and
+//! `feature-dependencies` are `feature_mapping` (they read no broker, but Kafka's tool still
+//! requires `--bootstrap-server`).
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
 use kafka_protocol::protocol::StrBytes;
+
+use super::feature_mapping::{self, FeatureDependenciesArgs, VersionMappingArgs};
+use super::features_update::{
+    self, plan_disable, plan_levels, DisableArgs, DowngradeArgs, LevelArgs, Op, UpgradeType,
+};
 
 #[derive(Debug, Args)]
 pub struct FeaturesArgs {
@@ -20,11 +28,60 @@ pub struct FeaturesArgs {
 pub enum FeaturesAction {
     /// Describe the supported and finalized features.
     Describe,
+    /// Upgrade one or more feature flags.
+    Upgrade(LevelArgs),
+    /// Downgrade one or more feature flags.
+    Downgrade(DowngradeArgs),
+    /// Disable one or more feature flags (downgrade them to 0).
+    Disable(DisableArgs),
+    /// The feature levels a release version brings.
+    VersionMapping(VersionMappingArgs),
+    /// The metadata.version each feature level needs.
+    FeatureDependencies(FeatureDependenciesArgs),
+}
+
+fn downgrade_type(unsafe_downgrade: bool) -> UpgradeType {
+    if unsafe_downgrade {
+        UpgradeType::UnsafeDowngrade
+    } else {
+        UpgradeType::SafeDowngrade
+    }
 }
 
 pub async fn run(args: FeaturesArgs) -> Result<()> {
-    let FeaturesAction::Describe = args.action;
-    let client = super::connect(&args.bootstrap_server).await?;
+    let bootstrap = &args.bootstrap_server;
+    match args.action {
+        FeaturesAction::Describe => describe(bootstrap).await,
+        FeaturesAction::Upgrade(a) => {
+            let plan = plan_levels(
+                a.metadata.as_deref(),
+                a.release_version.as_deref(),
+                &a.features,
+                UpgradeType::Upgrade,
+            )?;
+            features_update::run(bootstrap, Op::Upgrade, plan, a.dry_run).await
+        }
+        FeaturesAction::Downgrade(a) => {
+            let l = &a.levels;
+            let plan = plan_levels(
+                l.metadata.as_deref(),
+                l.release_version.as_deref(),
+                &l.features,
+                downgrade_type(a.unsafe_downgrade),
+            )?;
+            features_update::run(bootstrap, Op::Downgrade, plan, l.dry_run).await
+        }
+        FeaturesAction::Disable(a) => {
+            let plan = plan_disable(&a.features, downgrade_type(a.unsafe_downgrade))?;
+            features_update::run(bootstrap, Op::Disable, plan, a.dry_run).await
+        }
+        FeaturesAction::VersionMapping(a) => feature_mapping::run_version_mapping(&a),
+        FeaturesAction::FeatureDependencies(a) => feature_mapping::run_feature_dependencies(&a),
+    }
+}
+
+async fn describe(bootstrap: &str) -> Result<()> {
+    let client = super::connect(bootstrap).await?;
     let conn = client.any_connection().await?;
     // v4 when the broker has it: before v4 a feature whose minimum is 0 is left out.
     let version = conn

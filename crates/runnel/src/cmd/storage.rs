@@ -59,6 +59,10 @@ pub enum StorageAction {
     Info(NodeArgs),
     /// Print a random UUID, e.g. for --cluster-id (kafka-storage.sh random-uuid).
     RandomUuid,
+    /// The feature levels a release version brings (kafka-storage.sh version-mapping).
+    VersionMapping(super::feature_mapping::VersionMappingArgs),
+    /// The metadata.version each feature level needs (kafka-storage.sh feature-dependencies).
+    FeatureDependencies(super::feature_mapping::FeatureDependenciesArgs),
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +116,10 @@ pub fn run(args: StorageArgs) -> Result<()> {
             let out = format(&args)?;
             print!("{out}");
             Ok(())
+        }
+        StorageAction::VersionMapping(a) => super::feature_mapping::run_version_mapping(&a),
+        StorageAction::FeatureDependencies(a) => {
+            super::feature_mapping::run_feature_dependencies(&a)
         }
     }
 }
