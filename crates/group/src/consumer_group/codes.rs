@@ -17,5 +17,6 @@ pub const UNRELEASED_INSTANCE_ID: i16 = 111;
 pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
 /// 113: OffsetCommit (v9+) with a member epoch other than the member's current one.
 pub const STALE_MEMBER_EPOCH: i16 = 113;
-/// 114: `subscribed_topic_regex` does not compile.
-pub const INVALID_REGULAR_EXPRESSION: i16 = 114;
+/// 128 (Kafka 4.0's INVALID_REGULAR_EXPRESSION; 114 is MISMATCHED_ENDPOINT_TYPE): `subscribed_topic_regex`
+/// does not compile.
+pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
