@@ -24,7 +24,7 @@ use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 use support::idempotent_batch;
 
-const KAFKA_STORAGE_ERROR: i16 = 56;
+use runnel_codes::KAFKA_STORAGE_ERROR;
 
 fn leader_role() -> Role {
     Role {

@@ -12,6 +12,7 @@
 //! --feature`, [`bootstrap_levels`]); they are reported, but Runnel's behaviour does not depend
 //! on them (a cluster finalized at group.version 0 still serves ConsumerGroupHeartbeat).
 
+pub use crate::errors::codes::INVALID_UPDATE_VERSION;
 use std::collections::BTreeMap;
 
 /// A feature this broker supports: name, lowest and highest level.
@@ -239,9 +240,6 @@ pub fn check_supported_levels(levels: &BTreeMap<String, i16>) -> Result<(), Stri
     }
     Ok(())
 }
-
-/// Kafka's INVALID_UPDATE_VERSION.
-pub const INVALID_UPDATE_VERSION: i16 = 95;
 
 /// Checks one UpdateFeatures entry against the finalized levels: the level already finalized
 /// (or 0 for one that is not) is accepted as a no-op; any other change is refused with

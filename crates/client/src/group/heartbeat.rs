@@ -64,7 +64,10 @@ pub fn spawn(shared: Shared, timing: HeartbeatTiming) -> JoinHandle<()> {
                     let name = crate::error::error_name(code);
                     tracing::warn!(group = %who.group, code, name, "heartbeat failed");
                     // FENCED_INSTANCE_ID and authorisation errors cannot be retried.
-                    if matches!(code, 82 | 30) {
+                    if matches!(
+                        code,
+                        runnel_codes::FENCED_INSTANCE_ID | runnel_codes::GROUP_AUTHORIZATION_FAILED
+                    ) {
                         shared.lock().fatal = Some((code, format!("heartbeat: {name}")));
                     }
                 }

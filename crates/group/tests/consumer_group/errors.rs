@@ -103,7 +103,7 @@ fn heartbeat_error_codes() {
                 subscribed_topic_regex: Some("(".into()),
                 ..join("m9")
             },
-            114,
+            128,
         ),
         ("unknown group", hb_req("nope", "m1", 1, None), 25),
         ("unknown member", hb_req("g", "m9", 1, None), 25),
