@@ -53,7 +53,7 @@ fn leader(logs: &LogManager, index: i32) -> Partition {
 fn code(p: &Partition, seq: i32) -> i16 {
     match p.append_as_leader(&idempotent_batch(seq, 2, 0), 1, 1) {
         Ok(_) => 0,
-        Err((code, _)) => code,
+        Err(e) => e.code,
     }
 }
 

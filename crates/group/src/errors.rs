@@ -23,3 +23,4 @@
 //! `require_stable` for a partition whose offset is part of an open transaction.
 
 pub use runnel_codes::code::*;
+pub use runnel_codes::KafkaError;

@@ -209,12 +209,12 @@ impl GroupManager {
                     Written::Pending(needed)
                 }
             }
-            Err((code, _)) if producer.is_some() && code == INVALID_PRODUCER_EPOCH => {
-                Written::Failed(code)
+            Err(e) if producer.is_some() && e.code == INVALID_PRODUCER_EPOCH => {
+                Written::Failed(e.code)
             }
-            Err((code, message)) => {
-                tracing::error!(partition, code, %message, "cannot persist group records");
-                Written::Failed(coordinator_write_error(code))
+            Err(e) => {
+                tracing::error!(partition, code = e.code, message = %e.message, "cannot persist group records");
+                Written::Failed(coordinator_write_error(e.code))
             }
         }
     }

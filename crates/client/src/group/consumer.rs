@@ -371,9 +371,9 @@ impl GroupConsumer {
     /// Runs rebalance rounds until the member is in a stable generation with no re-join
     /// pending.
     async fn ensure_active(&mut self) -> Result<()> {
-        if let Some((code, msg)) = self.shared.lock().fatal.take() {
+        if let Some(fatal) = self.shared.lock().fatal.take() {
             return Err(with_group(
-                ClientError::kafka(code, Some(msg)),
+                ClientError::kafka(fatal.code, Some(fatal.message)),
                 &self.config.group_id,
             ));
         }

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use runnel_codes::KafkaError;
 use tokio::task::JoinHandle;
 
 use super::membership::{heartbeat, leave_group};
@@ -68,7 +69,8 @@ pub fn spawn(shared: Shared, timing: HeartbeatTiming) -> JoinHandle<()> {
                         code,
                         runnel_codes::FENCED_INSTANCE_ID | runnel_codes::GROUP_AUTHORIZATION_FAILED
                     ) {
-                        shared.lock().fatal = Some((code, format!("heartbeat: {name}")));
+                        shared.lock().fatal =
+                            Some(KafkaError::new(code, format!("heartbeat: {name}")));
                     }
                 }
                 Err(e) => {
