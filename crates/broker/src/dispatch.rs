@@ -574,7 +574,7 @@ async fn runnel_describe(
     let value = if handlers::cluster_authz::may_describe_runnel(broker, &ctx) {
         handlers::runnel_describe::handle(broker, &buf).await
     } else {
-        serde_json::json!({"error": {"code": 31, "message": "Cluster authorization failed."}})
+        serde_json::json!({"error": {"code": crate::errors::code::CLUSTER_AUTHORIZATION_FAILED, "message": "Cluster authorization failed."}})
     };
     let json = serde_json::to_vec(&value)
         .map_err(|e| DispatchError(format!("cannot encode JSON: {e}")))?;

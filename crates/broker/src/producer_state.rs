@@ -21,16 +21,15 @@
 
 use std::collections::{HashMap, VecDeque};
 
+pub use crate::errors::code::{
+    INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, TRANSACTION_COORDINATOR_FENCED,
+};
 use runnel_log::control::Marker;
 use runnel_log::producer_snapshot::SnapshotEntry;
 use runnel_log::txn::{AbortedTxn, OngoingTxns};
 
 /// How many recent batches per producer are remembered for duplicate detection (Kafka: 5).
 const CACHED_BATCHES: usize = 5;
-
-pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-pub const INVALID_PRODUCER_EPOCH: i16 = 47;
-pub const TRANSACTION_COORDINATOR_FENCED: i16 = 52;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct BatchMeta {

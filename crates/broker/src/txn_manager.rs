@@ -521,10 +521,10 @@ impl TxnManager {
         })?;
         match p.append_as_leader(&batch, self.node_id, -1) {
             Ok(appended) => Ok(appended.last_offset + 1),
-            Err((code, message)) => {
-                tracing::warn!(partition, code, %message, "cannot write transaction state");
+            Err(e) => {
+                tracing::warn!(partition, code = e.code, message = %e.message, "cannot write transaction state");
                 // NOT_ENOUGH_REPLICAS and the like: the client retries.
-                Err(if code == crate::errors::code::NOT_LEADER_OR_FOLLOWER {
+                Err(if e.code == crate::errors::code::NOT_LEADER_OR_FOLLOWER {
                     NOT_COORDINATOR
                 } else {
                     COORDINATOR_NOT_AVAILABLE

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::errors::code;
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
@@ -142,7 +143,7 @@ async fn send(
         for topic in &marker.topics {
             for p in &topic.partitions {
                 // NONE, or a partition that no longer exists: nothing left to write there.
-                if p.error_code == 0 || p.error_code == 3 {
+                if p.error_code == code::NONE || p.error_code == code::UNKNOWN_TOPIC_OR_PARTITION {
                     acked.push(TopicPartition::new(
                         topic.name.0.to_string(),
                         p.partition_index,

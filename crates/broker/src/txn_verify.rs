@@ -21,19 +21,15 @@ use kafka_protocol::messages::{
 use runnel_metadata::MetadataImage;
 
 use crate::errors::code;
+use crate::errors::code::{
+    CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+    NETWORK_EXCEPTION, NOT_COORDINATOR, PRODUCER_FENCED, TRANSACTION_ABORTABLE,
+};
 use crate::handlers::topic_name;
 
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 const VERIFY_VERSION: i16 = 4;
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
-
-const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const NOT_COORDINATOR: i16 = 16;
-const CONCURRENT_TRANSACTIONS: i16 = 51;
-const NETWORK_EXCEPTION: i16 = 13;
-const PRODUCER_FENCED: i16 = 90;
-const TRANSACTION_ABORTABLE: i16 = 120;
 
 /// The produce error for a verification answer (Kafka's `ReplicaManager` and
 /// `AddPartitionsToTxnManager`): errors an older client may not retry become the retriable

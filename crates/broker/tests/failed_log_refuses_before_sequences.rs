@@ -24,7 +24,7 @@ use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 use support::idempotent_batch;
 
-const KAFKA_STORAGE_ERROR: i16 = 56;
+use runnel_codes::KAFKA_STORAGE_ERROR;
 
 fn leader_role() -> Role {
     Role {
@@ -53,7 +53,7 @@ fn leader(logs: &LogManager, index: i32) -> Partition {
 fn code(p: &Partition, seq: i32) -> i16 {
     match p.append_as_leader(&idempotent_batch(seq, 2, 0), 1, 1) {
         Ok(_) => 0,
-        Err((code, _)) => code,
+        Err(e) => e.code,
     }
 }
 

@@ -85,7 +85,7 @@ fn a_truncation_failing_after_the_cut_leaves_no_producer_state_of_the_cut_batche
     assert_eq!(
         retry
             .map(|a| (a.base_offset, a.duplicate))
-            .map_err(|(code, _)| code),
+            .map_err(|e| e.code),
         Err(56),
         "the retry of a cut batch gets KAFKA_STORAGE_ERROR, never the cut batch's offset"
     );

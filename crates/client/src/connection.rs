@@ -153,8 +153,8 @@ impl Connection {
                 .round_trip(&req, version, self.config.connect_timeout)
                 .await?;
             frame::skip_response_header::<ApiVersionsRequest>(&mut raw, version)?;
-            let error_code = frame::peek_i16(&raw).unwrap_or(-1);
-            if error_code == 35 {
+            let error_code = frame::peek_i16(&raw).unwrap_or(runnel_codes::UNKNOWN_SERVER_ERROR);
+            if error_code == runnel_codes::UNSUPPORTED_VERSION {
                 let v0 = ApiVersionsResponse::decode(&mut raw, 0)
                     .map_err(|e| ClientError::protocol("decoding ApiVersions v0 fallback", e))?;
                 let broker_max = v0

@@ -1,8 +1,6 @@
 //! Client errors as types, with Kafka's error names so that users (and the CLI) can tell
 //! exactly which broker-side condition happened and what to do about it.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
@@ -95,60 +93,33 @@ pub fn is_retriable_code(code: i16) -> bool {
     ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
 }
 
-/// Kafka's upper-snake-case name for an error code (`UNKNOWN_TOPIC_OR_PARTITION`), derived
-/// from kafka-protocol's `ResponseError` so the table never drifts from the protocol crate.
+/// Kafka's upper-snake-case name for an error code (`UNKNOWN_TOPIC_OR_PARTITION`), from the
+/// one error table (`runnel_codes`); "UNKNOWN" for a code Kafka does not define.
 pub fn error_name(code: i16) -> &'static str {
-    static NAMES: OnceLock<HashMap<i16, &'static str>> = OnceLock::new();
-    if code == 0 {
-        return "NONE";
-    }
-    let names = NAMES.get_or_init(|| {
-        let mut map = HashMap::new();
-        for c in -1i16..=300 {
-            if let Some(err) = ResponseError::try_from_code(c) {
-                if !matches!(err, ResponseError::Unknown(_)) {
-                    let name: &'static str =
-                        Box::leak(camel_to_upper_snake(&err.to_string()).into_boxed_str());
-                    map.insert(c, name);
-                }
-            }
-        }
-        map
-    });
-    names.get(&code).copied().unwrap_or("UNKNOWN")
-}
-
-fn camel_to_upper_snake(camel: &str) -> String {
-    let mut out = String::with_capacity(camel.len() + 8);
-    for (i, ch) in camel.chars().enumerate() {
-        if ch.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(ch.to_ascii_uppercase());
-    }
-    out
+    runnel_codes::name(code).unwrap_or("UNKNOWN")
 }
 
 /// What a user can do about an error code, for the CLI's one-line error report.
 pub fn hint(code: i16) -> Option<&'static str> {
+    use runnel_codes as c;
     Some(match code {
-        3 => "check the topic name (runnel topics --list) or create it first",
-        5 | 6 | 41 => "leadership is moving; retry in a moment",
-        7 => "the broker was too slow; retry or raise the timeout",
-        10 => "the record batch is larger than the broker's message.max.bytes; send smaller records",
-        17 => "topic names may only contain [a-zA-Z0-9._-] and be at most 249 characters",
-        19 | 20 => "not enough in-sync replicas for acks=all; bring brokers back or lower min.insync.replicas",
-        29..=31 => "the principal is not authorised for this operation",
-        35 => "the broker does not support this request version",
-        36 => "choose another name, or pass --if-not-exists",
-        37 => "the partition count must be positive and may only grow",
-        38 => "use a replication factor between 1 and the number of live brokers",
-        39 => "every partition needs the same number of distinct, existing broker ids",
-        40 => "check the config name and value (runnel configs --describe shows valid names)",
-        42 => "the request was malformed; check the flags",
-        44 => "the broker's policy rejected the request",
-        73 => "topic deletion is disabled on the broker (delete.topic.enable=false)",
-        76 => "use one of gzip, snappy, lz4, zstd or none",
+        c::UNKNOWN_TOPIC_OR_PARTITION => "check the topic name (runnel topics --list) or create it first",
+        c::LEADER_NOT_AVAILABLE | c::NOT_LEADER_OR_FOLLOWER | c::NOT_CONTROLLER => "leadership is moving; retry in a moment",
+        c::REQUEST_TIMED_OUT => "the broker was too slow; retry or raise the timeout",
+        c::MESSAGE_TOO_LARGE => "the record batch is larger than the broker's message.max.bytes; send smaller records",
+        c::INVALID_TOPIC_EXCEPTION => "topic names may only contain [a-zA-Z0-9._-] and be at most 249 characters",
+        c::NOT_ENOUGH_REPLICAS | c::NOT_ENOUGH_REPLICAS_AFTER_APPEND => "not enough in-sync replicas for acks=all; bring brokers back or lower min.insync.replicas",
+        c::TOPIC_AUTHORIZATION_FAILED..=c::CLUSTER_AUTHORIZATION_FAILED => "the principal is not authorised for this operation",
+        c::UNSUPPORTED_VERSION => "the broker does not support this request version",
+        c::TOPIC_ALREADY_EXISTS => "choose another name, or pass --if-not-exists",
+        c::INVALID_PARTITIONS => "the partition count must be positive and may only grow",
+        c::INVALID_REPLICATION_FACTOR => "use a replication factor between 1 and the number of live brokers",
+        c::INVALID_REPLICA_ASSIGNMENT => "every partition needs the same number of distinct, existing broker ids",
+        c::INVALID_CONFIG => "check the config name and value (runnel configs --describe shows valid names)",
+        c::INVALID_REQUEST => "the request was malformed; check the flags",
+        c::POLICY_VIOLATION => "the broker's policy rejected the request",
+        c::TOPIC_DELETION_DISABLED => "topic deletion is disabled on the broker (delete.topic.enable=false)",
+        c::UNSUPPORTED_COMPRESSION_TYPE => "use one of gzip, snappy, lz4, zstd or none",
         _ => return None,
     })
 }

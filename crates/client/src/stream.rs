@@ -16,6 +16,8 @@ use crate::error::{ClientError, Result};
 use crate::frame;
 use crate::sasl::{ClientExchange, SaslCredentials};
 use crate::security::Security;
+// SASL_AUTHENTICATION_FAILED is what a failed client-side step is reported as.
+use runnel_codes::SASL_AUTHENTICATION_FAILED;
 
 /// Any byte stream a broker connection runs over.
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -30,9 +32,6 @@ const MAX_SASL_FRAME: usize = 1 << 20;
 fn io_err(addr: &str, what: impl std::fmt::Display) -> ClientError {
     ClientError::Io(std::io::Error::other(format!("{addr}: {what}")))
 }
-
-/// SASL_AUTHENTICATION_FAILED, what a failed client-side step is reported as.
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 fn sasl_err(addr: &str, what: impl std::fmt::Display) -> ClientError {
     ClientError::kafka(SASL_AUTHENTICATION_FAILED, Some(format!("{addr}: {what}")))

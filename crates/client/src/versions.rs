@@ -97,7 +97,8 @@ impl BrokerVersions {
 
     /// The version to use for `key`, or UNSUPPORTED_VERSION when the ranges do not overlap.
     pub fn negotiate(&self, key: ApiKey) -> Result<i16> {
-        let unsupported = |why: String| ClientError::kafka(35, Some(why));
+        let unsupported =
+            |why: String| ClientError::kafka(runnel_codes::UNSUPPORTED_VERSION, Some(why));
         let (cmin, cmax) = client_range(key)
             .ok_or_else(|| unsupported(format!("the client does not implement {key:?}")))?;
         let (bmin, bmax) = self

@@ -6,6 +6,8 @@
 //! `attributes..end`, which is why `baseOffset` and `partitionLeaderEpoch` can be rewritten in
 //! place without recomputing it.
 
+use runnel_codes as codes;
+
 /// Size of the v2 batch header, from `baseOffset` up to and including `recordCount`.
 pub const RECORD_BATCH_OVERHEAD: usize = 61;
 /// `baseOffset` + `batchLength`: the part of the header not counted in `batchLength`.
@@ -63,18 +65,20 @@ impl BatchError {
         match self {
             BatchError::Truncated { .. }
             | BatchError::CrcMismatch { .. }
-            | BatchError::BadLength(_) => 2, // CORRUPT_MESSAGE
+            | BatchError::BadLength(_) => codes::CORRUPT_MESSAGE,
             BatchError::BadMagic(_)
             | BatchError::BadRecordCount { .. }
             | BatchError::Empty
             | BatchError::ControlBatch
-            | BatchError::InvalidRecord(_) => 87, // INVALID_RECORD
-            BatchError::TooLarge { .. } => 10, // MESSAGE_TOO_LARGE
+            | BatchError::InvalidRecord(_) => codes::INVALID_RECORD,
+            BatchError::TooLarge { .. } => codes::MESSAGE_TOO_LARGE,
             BatchError::Decompress(e) => e.kafka_error_code(),
             // Any timestamp error makes the whole batch INVALID_TIMESTAMP (Kafka's
             // `processRecordErrors`).
-            BatchError::RecordErrors(errors) if errors.iter().any(|e| e.timestamp) => 32,
-            BatchError::RecordErrors(_) => 87, // INVALID_RECORD
+            BatchError::RecordErrors(errors) if errors.iter().any(|e| e.timestamp) => {
+                codes::INVALID_TIMESTAMP
+            }
+            BatchError::RecordErrors(_) => codes::INVALID_RECORD,
         }
     }
 

@@ -11,6 +11,7 @@
 //! frames allowed). The zstd window is limited to [`ZSTD_WINDOW_LOG_MAX`], so a frame cannot
 //! make the decoder reserve more than 16 MiB of history either.
 
+use runnel_codes as codes;
 use std::io::{self, Read};
 
 /// The most bytes the records of one batch may take once decompressed. The validator refuses
@@ -42,8 +43,10 @@ impl DecompressError {
     /// CORRUPT_MESSAGE, records too large once inflated are INVALID_RECORD.
     pub fn kafka_error_code(&self) -> i16 {
         match self {
-            DecompressError::Corrupt { .. } => 2,
-            DecompressError::UnknownCodec(_) | DecompressError::TooLarge { .. } => 87,
+            DecompressError::Corrupt { .. } => codes::CORRUPT_MESSAGE,
+            DecompressError::UnknownCodec(_) | DecompressError::TooLarge { .. } => {
+                codes::INVALID_RECORD
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! The errors of partition-log operations, with their Kafka error codes.
 
 use crate::batch::BatchError;
+use runnel_codes as codes;
 
 /// Anything a log operation can fail with. Disk content never panics: corruption that cannot
 /// be repaired by truncation surfaces as [`LogError::Corrupt`].
@@ -54,16 +55,17 @@ impl LogError {
     /// The Kafka error code a handler should answer with.
     pub fn kafka_error_code(&self) -> i16 {
         match self {
-            LogError::Io(_) => 56,                  // KAFKA_STORAGE_ERROR
-            LogError::OffsetOutOfRange { .. } => 1, // OFFSET_OUT_OF_RANGE
-            LogError::Corrupt(_) => 2,              // CORRUPT_MESSAGE
+            LogError::Io(_) => codes::KAFKA_STORAGE_ERROR,
+            LogError::OffsetOutOfRange { .. } => codes::OFFSET_OUT_OF_RANGE,
+            LogError::Corrupt(_) => codes::CORRUPT_MESSAGE,
             LogError::Batch(b) => b.kafka_error_code(),
-            LogError::UnexpectedOffset { .. } => 2,
-            LogError::Closed => 6, // NOT_LEADER_OR_FOLLOWER: the replica is gone
-            LogError::InconsistentTopicId { .. } => 103,
-            LogError::InvalidDirName(_) => -1,
-            LogError::OffsetOverflow { .. } => 2, // CORRUPT_MESSAGE
-            LogError::Failed(_) | LogError::Index(_) => 56, // KAFKA_STORAGE_ERROR
+            LogError::UnexpectedOffset { .. } => codes::CORRUPT_MESSAGE,
+            // The replica is gone.
+            LogError::Closed => codes::NOT_LEADER_OR_FOLLOWER,
+            LogError::InconsistentTopicId { .. } => codes::INCONSISTENT_TOPIC_ID,
+            LogError::InvalidDirName(_) => codes::UNKNOWN_SERVER_ERROR,
+            LogError::OffsetOverflow { .. } => codes::CORRUPT_MESSAGE,
+            LogError::Failed(_) | LogError::Index(_) => codes::KAFKA_STORAGE_ERROR,
         }
     }
 }

@@ -12,7 +12,10 @@
 //! --feature`, [`bootstrap_levels`]); they are reported, but Runnel's behaviour does not depend
 //! on them (a cluster finalized at group.version 0 still serves ConsumerGroupHeartbeat).
 
+pub use crate::errors::codes::INVALID_UPDATE_VERSION;
 use std::collections::BTreeMap;
+
+use crate::errors::ApiError;
 
 /// A feature this broker supports: name, lowest and highest level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,9 +243,6 @@ pub fn check_supported_levels(levels: &BTreeMap<String, i16>) -> Result<(), Stri
     Ok(())
 }
 
-/// Kafka's INVALID_UPDATE_VERSION.
-pub const INVALID_UPDATE_VERSION: i16 = 95;
-
 /// Checks one UpdateFeatures entry against the finalized levels: the level already finalized
 /// (or 0 for one that is not) is accepted as a no-op; any other change is refused with
 /// INVALID_UPDATE_VERSION and Kafka's reason (unknown feature, out of range, or not changeable
@@ -251,9 +251,9 @@ pub fn check_update(
     finalized: &BTreeMap<String, i16>,
     feature: &str,
     level: i16,
-) -> Result<(), (i16, String)> {
+) -> Result<(), ApiError> {
     let Some(supported) = SUPPORTED.iter().find(|f| f.name == feature) else {
-        return Err((
+        return Err(ApiError::new(
             INVALID_UPDATE_VERSION,
             format!("Invalid update version {level} for feature {feature}. The broker does not support this feature."),
         ));
@@ -274,7 +274,7 @@ pub fn check_update(
             "Invalid update version {level} for feature {feature}: its level is fixed at {current} on this cluster."
         )
     };
-    Err((INVALID_UPDATE_VERSION, why))
+    Err(ApiError::new(INVALID_UPDATE_VERSION, why))
 }
 
 #[cfg(test)]
@@ -311,13 +311,13 @@ mod tests {
         let f = finalized(&BTreeMap::new());
         assert_eq!(check_update(&f, "metadata.version", 25), Ok(()));
         assert_eq!(check_update(&f, "transaction.version", 0), Ok(()));
-        let (code, why) = check_update(&f, "transaction.version", 2).unwrap_err();
-        assert_eq!(code, INVALID_UPDATE_VERSION);
-        assert!(why.contains("supports versions 0-0"), "{why}");
-        let (_, why) = check_update(&f, "metadata.version", 20).unwrap_err();
-        assert!(why.contains("fixed at 25"), "{why}");
-        let (_, why) = check_update(&f, "no.such.feature", 1).unwrap_err();
-        assert!(why.contains("does not support"), "{why}");
+        let e = check_update(&f, "transaction.version", 2).unwrap_err();
+        assert_eq!(e.code, INVALID_UPDATE_VERSION);
+        assert!(e.message.contains("supports versions 0-0"), "{e}");
+        let e = check_update(&f, "metadata.version", 20).unwrap_err();
+        assert!(e.message.contains("fixed at 25"), "{e}");
+        let e = check_update(&f, "no.such.feature", 1).unwrap_err();
+        assert!(e.message.contains("does not support"), "{e}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ impl AcksOutcome {
     pub fn error_code(self) -> Option<i16> {
         match self {
             AcksOutcome::Pending => None,
-            AcksOutcome::Done => Some(0),
+            AcksOutcome::Done => Some(codes::NONE),
             AcksOutcome::NotEnoughReplicasAfterAppend => {
                 Some(codes::NOT_ENOUGH_REPLICAS_AFTER_APPEND)
             }

@@ -49,19 +49,5 @@ pub use truncation::{diverging_epoch, truncation_point, TruncationState};
 /// Kafka error codes of the replication path (the values are Kafka's), shared with the
 /// controller's side in `runnel_metadata::replication`.
 pub mod codes {
-    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const NOT_ENOUGH_REPLICAS: i16 = 19;
-    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-    pub const NOT_CONTROLLER: i16 = 41;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const FENCED_LEADER_EPOCH: i16 = 74;
-    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
-    pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
-    pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
-    pub const ELECTION_NOT_NEEDED: i16 = 84;
-    pub const INVALID_UPDATE_VERSION: i16 = 95;
-    pub const UNKNOWN_TOPIC_ID: i16 = 100;
-    pub const INELIGIBLE_REPLICA: i16 = 107;
+    pub use runnel_codes::code::*;
 }

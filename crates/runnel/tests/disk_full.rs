@@ -20,7 +20,7 @@ use std::process::Command;
 
 use support::*;
 
-const KAFKA_STORAGE_ERROR: i16 = 56;
+use runnel_codes::KAFKA_STORAGE_ERROR;
 const PID: i64 = 7_777;
 const RECORDS_PER_BATCH: usize = 8;
 

@@ -12,8 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use support::*;
 
-const INVALID_RECORD: i16 = 87;
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
+use runnel_codes::{INVALID_RECORD, INVALID_TOPIC_EXCEPTION};
 
 /// The forged batch: a bare 61-byte v2 header, valid CRC, claiming 2^31-1 records (last
 /// offset delta 2^31-2) with no record bytes at all.

@@ -7,6 +7,7 @@ mod support;
 
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
+use runnel_codes::UNKNOWN_TOPIC_ID;
 use support::cluster::partition_states;
 use support::*;
 use uuid::Uuid;
@@ -215,7 +216,6 @@ fn fetch_v10(wire: &mut Wire, ids: Option<&[Uuid]>) -> Vec<(Uuid, i32, i64, i16)
 
 #[test]
 fn offset_commit_and_fetch_v10_name_topics_by_id() {
-    const UNKNOWN_TOPIC_ID: i16 = 100;
     let dir = tempfile::tempdir().unwrap();
     let broker = TestBroker::start(dir.path(), SINGLE_NODE);
     let mut wire = broker.connect();

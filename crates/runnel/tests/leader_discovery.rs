@@ -11,8 +11,7 @@ use kafka_protocol::records::Compression;
 use support::cluster::{live_broker_ids, metadata, partition_states, topic_partitions, Cluster};
 use support::{batch, wait_until, Wire};
 
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const FENCED_LEADER_EPOCH: i16 = 74;
+use runnel_codes::{FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER};
 
 fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.into()))

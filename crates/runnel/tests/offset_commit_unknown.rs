@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use support::cluster::partition_states;
 use support::*;
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+use runnel_codes::UNKNOWN_TOPIC_OR_PARTITION;
 
 fn topic(name: &str, partitions: &[i32]) -> offset_commit_request::OffsetCommitRequestTopic {
     offset_commit_request::OffsetCommitRequestTopic::default()

@@ -34,6 +34,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
 use crate::consumer_group_settings::group_timeouts;
+pub use crate::errors::code::{
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID, NOT_COORDINATOR,
+};
+use crate::errors::code::{INVALID_PRODUCER_EPOCH, STALE_MEMBER_EPOCH};
 use crate::group_purgatory::Purgatory;
 use crate::partition::Progress;
 use crate::replica_manager::ReplicaManager;
@@ -44,13 +48,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// How long a group write may wait for the in-sync replicas before it is reported as failed
 /// (Kafka's `offsets.commit.timeout.ms` default).
 const PERSIST_TIMEOUT_MS: i64 = 5_000;
-
-pub const NOT_COORDINATOR: i16 = 16;
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-pub const INVALID_GROUP_ID: i16 = 24;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const STALE_MEMBER_EPOCH: i16 = 113;
 
 type FetchResult = (i16, Vec<FetchedOffset>);
 

@@ -209,12 +209,12 @@ impl GroupManager {
                     Written::Pending(needed)
                 }
             }
-            Err((code, _)) if producer.is_some() && code == INVALID_PRODUCER_EPOCH => {
-                Written::Failed(code)
+            Err(e) if producer.is_some() && e.code == INVALID_PRODUCER_EPOCH => {
+                Written::Failed(e.code)
             }
-            Err((code, message)) => {
-                tracing::error!(partition, code, %message, "cannot persist group records");
-                Written::Failed(coordinator_write_error(code))
+            Err(e) => {
+                tracing::error!(partition, code = e.code, message = %e.message, "cannot persist group records");
+                Written::Failed(coordinator_write_error(e.code))
             }
         }
     }
@@ -226,12 +226,13 @@ impl GroupManager {
 /// a timeout -> COORDINATOR_NOT_AVAILABLE; a batch too large -> UNKNOWN_SERVER_ERROR. Any other
 /// refusal is COORDINATOR_NOT_AVAILABLE, which every client retries.
 fn coordinator_write_error(code: i16) -> i16 {
-    const UNKNOWN_SERVER_ERROR: i16 = -1;
+    use crate::errors::code::{
+        INVALID_FETCH_SIZE, KAFKA_STORAGE_ERROR, MESSAGE_TOO_LARGE, NOT_LEADER_OR_FOLLOWER,
+        RECORD_LIST_TOO_LARGE, UNKNOWN_SERVER_ERROR,
+    };
     match code {
-        // NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR
-        6 | 56 => NOT_COORDINATOR,
-        // MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_FETCH_SIZE
-        10 | 18 | 4 => UNKNOWN_SERVER_ERROR,
+        NOT_LEADER_OR_FOLLOWER | KAFKA_STORAGE_ERROR => NOT_COORDINATOR,
+        MESSAGE_TOO_LARGE | RECORD_LIST_TOO_LARGE | INVALID_FETCH_SIZE => UNKNOWN_SERVER_ERROR,
         // UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, and the rest
         _ => COORDINATOR_NOT_AVAILABLE,
     }

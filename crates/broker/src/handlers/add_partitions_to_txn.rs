@@ -18,8 +18,7 @@ use super::topic_name;
 use crate::context::Broker;
 use crate::txn_manager::Producer;
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const OPERATION_NOT_ATTEMPTED: i16 = 55;
+use crate::errors::code::{OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_OR_PARTITION};
 
 pub async fn handle(
     broker: &Arc<Broker>,

@@ -17,13 +17,11 @@ use super::metadata::authorized_operations;
 use super::str_bytes;
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
+use crate::errors::code::{MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE};
 
 /// KIP-919's endpoint types (org.apache.kafka.clients.admin.EndpointType).
 const ENDPOINT_BROKER: i8 = 1;
 const ENDPOINT_CONTROLLER: i8 = 2;
-
-const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
-const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
 
 pub async fn handle(
     broker: &Arc<Broker>,

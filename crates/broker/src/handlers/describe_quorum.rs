@@ -14,6 +14,7 @@ use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumRe
 use super::{str_bytes, topic_name};
 use crate::clock::now_ms;
 use crate::context::Broker;
+use crate::errors::code;
 
 const METADATA_TOPIC: &str = "__cluster_metadata";
 
@@ -40,7 +41,7 @@ pub async fn handle(
             && t.partitions.iter().any(|p| p.partition_index == 0)
     });
     if !wants_metadata {
-        return DescribeQuorumResponse::default().with_error_code(3);
+        return DescribeQuorumResponse::default().with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION);
     }
     let partition = match broker.controller.quorum_status().await {
         Ok(Some(status)) => quorum_partition(&status, version),

@@ -12,7 +12,7 @@ use runnel_metadata::features;
 
 use super::str_bytes;
 use crate::context::{Broker, RequestContext};
-use crate::errors::code;
+use crate::errors::{code, KafkaError};
 
 pub async fn update_features(
     broker: &Arc<Broker>,
@@ -31,7 +31,7 @@ pub async fn update_features(
             .with_error_message(Some(str_bytes("Cluster authorization failed.")));
     }
     let finalized = features::finalized(&broker.image().features);
-    let mut first_error: Option<(i16, String)> = None;
+    let mut first_error: Option<KafkaError> = None;
     let results = request
         .feature_updates
         .iter()
@@ -39,19 +39,21 @@ pub async fn update_features(
             let r = UpdatableFeatureResult::default().with_feature(u.feature.clone());
             match features::check_update(&finalized, &u.feature, u.max_version_level) {
                 Ok(()) => r,
-                Err((code, why)) => {
-                    first_error.get_or_insert((code, why.clone()));
-                    r.with_error_code(code)
-                        .with_error_message(Some(str_bytes(&why)))
+                Err(e) => {
+                    let r = r
+                        .with_error_code(e.code)
+                        .with_error_message(Some(str_bytes(&e.message)));
+                    first_error.get_or_insert(e);
+                    r
                 }
             }
         })
         .collect();
     let mut response = UpdateFeaturesResponse::default().with_results(results);
     if version >= 2 {
-        if let Some((code, why)) = first_error {
-            response.error_code = code;
-            response.error_message = Some(str_bytes(&why));
+        if let Some(e) = first_error {
+            response.error_code = e.code;
+            response.error_message = Some(str_bytes(&e.message));
         }
     }
     response

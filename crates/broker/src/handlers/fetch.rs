@@ -48,8 +48,8 @@ use crate::partition::{any_progress, FollowerPosition, Partition, Progress, Read
 const FRAME_MAX: usize = i32::MAX as usize;
 const PARTITION_OVERHEAD: usize = 64;
 const TOPIC_OVERHEAD: usize = 64;
-/// Kafka's -1 UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
-const UNKNOWN_SERVER_ERROR: i16 = -1;
+// UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
+use crate::errors::code::UNKNOWN_SERVER_ERROR;
 
 pub(super) fn partition_error(index: i32, code: i16) -> PartitionData {
     PartitionData::default()

@@ -19,7 +19,7 @@ use crate::errors::code;
 use crate::group_manager::{FetchMember, ListFilter, COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
 use crate::txn_manager::TXN_TOPIC;
 
-const INVALID_REQUEST: i16 = 42;
+use crate::errors::code::INVALID_REQUEST;
 
 fn opt(s: &Option<StrBytes>) -> Option<String> {
     s.as_ref().map(|s| s.to_string())

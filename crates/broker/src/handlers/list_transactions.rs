@@ -11,6 +11,7 @@ use runnel_txn::TxnState;
 
 use super::str_bytes;
 use crate::context::Broker;
+use crate::errors::code::INVALID_REGULAR_EXPRESSION;
 
 pub async fn handle(
     broker: &Arc<Broker>,
@@ -64,10 +65,6 @@ pub async fn handle(
         .with_unknown_state_filters(unknown)
         .with_transaction_states(listed)
 }
-
-/// Kafka's `Errors.INVALID_REGULAR_EXPRESSION` (128, Kafka 4.0). Local until the error tables
-/// are unified.
-pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
 
 /// v2's pattern, compiled: the RE2 subset KIP-848's topic regexes use (Kafka compiles this one
 /// with RE2/J too) and matched against the whole id, as Java's `Matcher.matches()`. `Ok(None)`:

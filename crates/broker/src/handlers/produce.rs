@@ -26,7 +26,7 @@ use runnel_metadata::acl::{AclOperation, ResourceType};
 use super::str_bytes;
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
-use crate::partition::{join_all, Appended, Partition, Replicated};
+use crate::partition::{join_all, Appended, Partition, Refused, Replicated};
 use uuid::Uuid;
 
 const ZSTD: u8 = 4;
@@ -362,8 +362,11 @@ fn append(
             }
         }
         // Records refused for their content are listed one by one (KIP-467, v8+).
-        Err((code, message, record_errors)) => {
-            let mut answer = error(index, code, &message);
+        Err(Refused {
+            error: refused,
+            record_errors,
+        }) => {
+            let mut answer = error(index, refused.code, &refused.message);
             answer.record_errors = record_errors
                 .into_iter()
                 .map(|e| {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::context::Broker;
+use crate::errors::code;
 use crate::startup::base64_url;
 
 pub const API_KEY: i16 = 32000;
@@ -42,7 +43,7 @@ pub async fn handle(broker: &Arc<Broker>, body: &[u8]) -> Value {
         // This process's authentication counters (Kafka's metric names; issue 14).
         Some("security") => crate::server::auth_failures::AUTH_STATS.to_json(),
         _ => {
-            json!({"error": {"code": 42, "message": "expected {\"what\": \"tree\"}, {\"what\": \"events\", \"since\": N} or {\"what\": \"security\"}"}})
+            json!({"error": {"code": code::INVALID_REQUEST, "message": "expected {\"what\": \"tree\"}, {\"what\": \"events\", \"since\": N} or {\"what\": \"security\"}"}})
         }
     }
 }

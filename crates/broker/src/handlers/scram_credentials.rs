@@ -20,8 +20,7 @@ use super::str_bytes;
 use crate::context::Broker;
 use crate::server::sasl::scram::{ScramCredential, ScramMechanism};
 
-const RESOURCE_NOT_FOUND: i16 = 91;
-const DUPLICATE_RESOURCE: i16 = 92;
+use crate::errors::code::{DUPLICATE_RESOURCE, RESOURCE_NOT_FOUND};
 
 pub async fn describe(
     broker: &Arc<Broker>,

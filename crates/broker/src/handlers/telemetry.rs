@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
 
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
+use crate::errors::code::TELEMETRY_TOO_LARGE;
 
 /// Kafka's `telemetry.max.bytes` default.
 const TELEMETRY_MAX_BYTES: i32 = 1 << 20;
@@ -21,7 +22,6 @@ const TELEMETRY_MAX_BYTES: i32 = 1 << 20;
 const PUSH_INTERVAL_MS: i32 = 300_000;
 /// zstd, lz4, gzip, snappy: the codecs Kafka accepts for pushes, in its order of preference.
 const ACCEPTED_COMPRESSION: [i8; 4] = [4, 3, 1, 2];
-const TELEMETRY_TOO_LARGE: i16 = 118;
 
 pub async fn get_subscriptions(
     _broker: &Arc<Broker>,

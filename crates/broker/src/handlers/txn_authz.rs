@@ -37,7 +37,7 @@ use super::{list_transactions, write_txn_markers};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
-const OPERATION_NOT_ATTEMPTED: i16 = 55;
+use crate::errors::code::OPERATION_NOT_ATTEMPTED;
 
 fn may_write_txn(broker: &Broker, ctx: &RequestContext, id: &str) -> bool {
     broker.authorized(ctx, AclOperation::Write, ResourceType::TransactionalId, id)

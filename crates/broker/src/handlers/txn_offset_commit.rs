@@ -23,7 +23,7 @@ use crate::context::Broker;
 use crate::errors::code;
 use crate::group_manager::{COORDINATOR_NOT_AVAILABLE, INVALID_GROUP_ID, OFFSETS_TOPIC};
 
-const TRANSACTION_ABORTABLE: i16 = 120;
+use crate::errors::code::TRANSACTION_ABORTABLE;
 
 /// `refused_topic(name)`: the code for a topic the caller's authorization refuses, if any.
 pub async fn handle(

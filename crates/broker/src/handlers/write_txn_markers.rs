@@ -97,9 +97,9 @@ async fn write_one(
     };
     let appended = match partition.write_marker(&marker, broker.node_id) {
         Ok(a) => a,
-        Err((code, message)) => {
-            tracing::info!(%topic, partition = index, producer_id = marker.producer_id, code, %message, "transaction marker refused");
-            return code;
+        Err(e) => {
+            tracing::info!(%topic, partition = index, producer_id = marker.producer_id, code = e.code, message = %e.message, "transaction marker refused");
+            return e.code;
         }
     };
     let replicated = partition

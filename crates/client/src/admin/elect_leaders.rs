@@ -123,8 +123,8 @@ impl Admin {
                     ));
                 }
                 let resp = conn.send_at(&req, version, rpc_timeout).await?;
-                if resp.error_code == 41 {
-                    return Err(ClientError::kafka(41, None));
+                if resp.error_code == runnel_codes::NOT_CONTROLLER {
+                    return Err(ClientError::kafka(runnel_codes::NOT_CONTROLLER, None));
                 }
                 elect_leaders_results(resp)
             })

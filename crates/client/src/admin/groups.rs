@@ -17,8 +17,8 @@ use crate::group::coordinator::{find, send_to_coordinator, with_group, Coordinat
 use crate::group::protocol::{decode_assignment, decode_subscription, PROTOCOL_TYPE};
 use crate::group::TopicPartition;
 
-/// Kafka's GROUP_ID_NOT_FOUND: ConsumerGroupDescribe's answer for a classic group.
-const GROUP_ID_NOT_FOUND: i16 = 69;
+// GROUP_ID_NOT_FOUND is ConsumerGroupDescribe's answer for a classic group.
+use runnel_codes::GROUP_ID_NOT_FOUND;
 
 /// Kafka's `ConsumerGroupState` names as its tools print them (the wire carries lower case,
 /// e.g. "stable", "reconciling").
@@ -177,7 +177,10 @@ impl Admin {
         .await;
         let resp = match sent {
             Ok((_, resp)) => resp,
-            Err(ClientError::Kafka { code: 35, .. }) => return Ok(None),
+            Err(ClientError::Kafka {
+                code: runnel_codes::UNSUPPORTED_VERSION,
+                ..
+            }) => return Ok(None),
             Err(e) => return Err(e),
         };
         let Some(g) = resp.groups.into_iter().next() else {

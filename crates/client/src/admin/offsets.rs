@@ -92,14 +92,23 @@ where
         for item in pending.drain(..) {
             let ((topic, partition), _) = &item;
             let leader = match meta.topics.get(topic).map(|t| t.partition(*partition)) {
-                None => Err(ClientError::kafka(3, Some(format!("topic '{topic}'")))),
-                Some(None) => Err(ClientError::kafka(3, Some(format!("{topic}-{partition}")))),
+                None => Err(ClientError::kafka(
+                    runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(format!("topic '{topic}'")),
+                )),
+                Some(None) => Err(ClientError::kafka(
+                    runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(format!("{topic}-{partition}")),
+                )),
                 Some(Some(p)) => Ok(p.leader),
             };
             match leader {
                 Err(e) => done.push((item.0, Err(e))),
                 Ok(Some(leader)) => by_leader.entry(leader).or_default().push(item),
-                Ok(None) => retry.push((item, ClientError::kafka(5, None))),
+                Ok(None) => retry.push((
+                    item,
+                    ClientError::kafka(runnel_codes::LEADER_NOT_AVAILABLE, None),
+                )),
             }
         }
         for (leader, group) in by_leader {
@@ -117,11 +126,12 @@ where
                         }
                     }
                 }
-                Err(e) if e.is_retriable() => retry.extend(
-                    originals
-                        .into_iter()
-                        .map(|o| (o, ClientError::kafka(13, Some(e.to_string())))),
-                ),
+                Err(e) if e.is_retriable() => retry.extend(originals.into_iter().map(|o| {
+                    (
+                        o,
+                        ClientError::kafka(runnel_codes::NETWORK_EXCEPTION, Some(e.to_string())),
+                    )
+                })),
                 Err(e) => return Err(e),
             }
         }

@@ -47,7 +47,8 @@ impl QuorumInfo {
     /// error is an error, so a malformed answer is never printed as a quorum.
     pub fn from_response(resp: &DescribeQuorumResponse) -> Result<Self> {
         ClientError::check(resp.error_code, resp.error_message.as_deref())?;
-        let unexpected = |what: String| ClientError::kafka(-1, Some(what));
+        let unexpected =
+            |what: String| ClientError::kafka(runnel_codes::UNKNOWN_SERVER_ERROR, Some(what));
         let [topic] = resp.topics.as_slice() else {
             return Err(unexpected(format!(
                 "DescribeMetadataQuorum received {} topics when 1 was expected",

@@ -72,7 +72,7 @@ fn all_not_controller<K, T>(results: &ItemResults<K, T>) -> bool {
     !results.is_empty()
         && results
             .iter()
-            .all(|(_, r)| matches!(r, Err(e) if e.code() == Some(41)))
+            .all(|(_, r)| matches!(r, Err(e) if e.code() == Some(runnel_codes::NOT_CONTROLLER)))
 }
 
 impl Admin {
@@ -135,7 +135,7 @@ impl Admin {
                     })
                     .collect();
                 if all_not_controller(&results) {
-                    return Err(ClientError::kafka(41, None));
+                    return Err(ClientError::kafka(runnel_codes::NOT_CONTROLLER, None));
                 }
                 Ok(results)
             })
@@ -166,7 +166,7 @@ impl Admin {
                     })
                     .collect();
                 if all_not_controller(&results) {
-                    return Err(ClientError::kafka(41, None));
+                    return Err(ClientError::kafka(runnel_codes::NOT_CONTROLLER, None));
                 }
                 Ok(results)
             })
@@ -214,7 +214,7 @@ impl Admin {
                     })
                     .collect();
                 if all_not_controller(&results) {
-                    return Err(ClientError::kafka(41, None));
+                    return Err(ClientError::kafka(runnel_codes::NOT_CONTROLLER, None));
                 }
                 Ok(results)
             })
@@ -244,7 +244,10 @@ impl Admin {
                 self.client.refresh_metadata_with_errors(names)
             })
             .await?;
-        if let Some(err) = errors.iter().find(|e| e.error_code != 5) {
+        if let Some(err) = errors
+            .iter()
+            .find(|e| e.error_code != runnel_codes::LEADER_NOT_AVAILABLE)
+        {
             return Err(ClientError::kafka(
                 err.error_code,
                 Some(format!("topic '{}'", err.name)),

@@ -74,7 +74,10 @@ impl Admin {
                         .refresh_metadata(Some(&[topic.to_owned()]))
                         .await?;
                     let leader = meta.leader_for(topic, partition).ok_or_else(|| {
-                        ClientError::kafka(6, Some(format!("{topic}-{partition} has no leader")))
+                        ClientError::kafka(
+                            runnel_codes::NOT_LEADER_OR_FOLLOWER,
+                            Some(format!("{topic}-{partition} has no leader")),
+                        )
                     })?;
                     let conn = self.client.broker_connection(leader).await?;
                     let marker = WritableTxnMarker::default()
@@ -120,7 +123,10 @@ impl Admin {
                         .refresh_metadata(Some(&[topic.to_owned()]))
                         .await?;
                     let leader = meta.leader_for(topic, partition).ok_or_else(|| {
-                        ClientError::kafka(6, Some(format!("{topic}-{partition} has no leader")))
+                        ClientError::kafka(
+                            runnel_codes::NOT_LEADER_OR_FOLLOWER,
+                            Some(format!("{topic}-{partition} has no leader")),
+                        )
                     })?;
                     let conn = self.client.broker_connection(leader).await?;
                     let req = DescribeProducersRequest::default().with_topics(vec![

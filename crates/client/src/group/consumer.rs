@@ -39,8 +39,10 @@ use crate::error::{ClientError, Result};
 use crate::fetcher::Fetcher;
 use crate::records::ConsumerRecord;
 
-/// MEMBER_ID_REQUIRED (KIP-394): re-send JoinGroup with the id the coordinator chose.
-const MEMBER_ID_REQUIRED: i16 = 79;
+// MEMBER_ID_REQUIRED (KIP-394): re-send JoinGroup with the id the coordinator chose.
+use runnel_codes::{
+    ILLEGAL_GENERATION, MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+};
 /// How many consecutive failed rebalance attempts (not counting ordinary re-join requests)
 /// `poll` tolerates before returning the error.
 const MAX_REBALANCE_FAILURES: u32 = 20;
@@ -369,9 +371,9 @@ impl GroupConsumer {
     /// Runs rebalance rounds until the member is in a stable generation with no re-join
     /// pending.
     async fn ensure_active(&mut self) -> Result<()> {
-        if let Some((code, msg)) = self.shared.lock().fatal.take() {
+        if let Some(fatal) = self.shared.lock().fatal.take() {
             return Err(with_group(
-                ClientError::kafka(code, Some(msg)),
+                ClientError::kafka(fatal.code, Some(fatal.message)),
                 &self.config.group_id,
             ));
         }
@@ -389,7 +391,10 @@ impl GroupConsumer {
                 Ok(()) => failures = 0,
                 Err(e) => {
                     let code = e.code();
-                    let routine = matches!(code, Some(22 | 25 | 27));
+                    let routine = matches!(
+                        code,
+                        Some(ILLEGAL_GENERATION | UNKNOWN_MEMBER_ID | REBALANCE_IN_PROGRESS)
+                    );
                     let handled = code.is_some_and(|c| self.shared.on_group_error(c));
                     let retriable = handled || e.is_retriable();
                     if !routine {

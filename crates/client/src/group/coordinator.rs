@@ -12,12 +12,7 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::{ClientError, Result};
 
-/// COORDINATOR_LOAD_IN_PROGRESS.
-pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-/// COORDINATOR_NOT_AVAILABLE.
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-/// NOT_COORDINATOR.
-pub const NOT_COORDINATOR: i16 = 16;
+pub use runnel_codes::{COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR};
 
 /// Whether `code` means the coordinator must be looked up again.
 pub fn is_coordinator_error(code: i16) -> bool {

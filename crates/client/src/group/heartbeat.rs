@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use runnel_codes::KafkaError;
 use tokio::task::JoinHandle;
 
 use super::membership::{heartbeat, leave_group};
@@ -64,8 +65,12 @@ pub fn spawn(shared: Shared, timing: HeartbeatTiming) -> JoinHandle<()> {
                     let name = crate::error::error_name(code);
                     tracing::warn!(group = %who.group, code, name, "heartbeat failed");
                     // FENCED_INSTANCE_ID and authorisation errors cannot be retried.
-                    if matches!(code, 82 | 30) {
-                        shared.lock().fatal = Some((code, format!("heartbeat: {name}")));
+                    if matches!(
+                        code,
+                        runnel_codes::FENCED_INSTANCE_ID | runnel_codes::GROUP_AUTHORIZATION_FAILED
+                    ) {
+                        shared.lock().fatal =
+                            Some(KafkaError::new(code, format!("heartbeat: {name}")));
                     }
                 }
                 Err(e) => {

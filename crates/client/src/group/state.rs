@@ -29,7 +29,7 @@ pub struct MemberState {
     /// UNKNOWN_MEMBER_ID, poll interval exceeded): drop them without committing.
     pub partitions_lost: bool,
     /// A non-recoverable error from the heartbeat task, returned by the next `poll`.
-    pub fatal: Option<(i16, String)>,
+    pub fatal: Option<runnel_codes::KafkaError>,
     /// When the application last called `poll` (for `max.poll.interval.ms`).
     pub last_poll: Instant,
 }

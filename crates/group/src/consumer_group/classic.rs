@@ -30,9 +30,9 @@ use crate::member::dedup_protocols;
 use crate::subscription::CONSUMER_PROTOCOL_TYPE;
 use crate::JoinRequest;
 
-/// What Kafka answers when a subscription it already accepted cannot be read
-/// (`IllegalStateException`).
-const UNKNOWN_SERVER_ERROR: i16 = -1;
+// UNKNOWN_SERVER_ERROR is what Kafka answers when a subscription it already accepted cannot be
+// read (`IllegalStateException`).
+use crate::errors::UNKNOWN_SERVER_ERROR;
 
 /// Partitions by topic name (the embedded protocol) as partitions by topic id; topics the view
 /// does not know are left out, as Kafka's `toTopicPartitionMap` does.

@@ -16,9 +16,10 @@ use super::member::{to_wire, Member, MemberState, LEAVE_GROUP_MEMBER_EPOCH};
 use super::reconcile::{reconcile, Owned};
 use super::validate::validate;
 use super::ConsumerGroups;
+use crate::errors::KafkaError;
 
-/// An error answer: (code, message).
-pub(crate) type HbError = (i16, String);
+/// An error answer: the code and message of the response.
+pub(crate) type HbError = KafkaError;
 
 /// Client identity shown by ConsumerGroupDescribe.
 #[derive(Debug, Clone, Copy, Default)]
@@ -50,7 +51,7 @@ impl ConsumerGroups {
         self.touch(&req.group_id);
         let resp = match self.heartbeat_inner(now_ms, &req, client, topics) {
             Ok(r) => r,
-            Err((code, message)) => ConsumerHeartbeatResponse::error(code, message, interval),
+            Err(e) => ConsumerHeartbeatResponse::error(e.code, e.message, interval),
         };
         self.debug_check();
         resp
@@ -71,7 +72,7 @@ impl ConsumerGroups {
         }
         let existed = self.groups.contains_key(&req.group_id);
         if !existed && req.member_epoch != 0 {
-            return Err((
+            return Err(KafkaError::new(
                 UNKNOWN_MEMBER_ID,
                 format!("Consumer group {} not found.", req.group_id),
             ));
@@ -108,7 +109,7 @@ impl ConsumerGroups {
             && (req.member_id.is_empty() || !g.members.contains_key(&req.member_id))
             && !replaces_static
         {
-            return Err((
+            return Err(KafkaError::new(
                 GROUP_MAX_SIZE_REACHED,
                 format!(
                     "The consumer group has reached its maximum capacity of {} members.",
@@ -221,7 +222,7 @@ fn resolve_member(
 ) -> Result<(Member, Option<String>), HbError> {
     let epoch = req.member_epoch;
     let unknown = || {
-        Err((
+        Err(KafkaError::new(
             UNKNOWN_MEMBER_ID,
             format!("Member {member_id} is not a member of group {}.", g.id),
         ))
@@ -250,7 +251,7 @@ fn resolve_member(
                 None,
             )),
             Some(e) if e.id == member_id => Ok((rejoined(e, 0), None)),
-            Some(e) if e.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH => Err((
+            Some(e) if e.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH => Err(KafkaError::new(
                 UNRELEASED_INSTANCE_ID,
                 format!(
                     "Static member {member_id} with instance id {instance} cannot join the group \
@@ -268,13 +269,13 @@ fn resolve_member(
         };
     }
     let Some(e) = existing else {
-        return Err((
+        return Err(KafkaError::new(
             UNKNOWN_MEMBER_ID,
             format!("Instance id {instance} is unknown."),
         ));
     };
     if e.id != member_id {
-        return Err((
+        return Err(KafkaError::new(
             FENCED_INSTANCE_ID,
             format!(
                 "Static member {member_id} with instance id {instance} was fenced by member {}.",
@@ -302,7 +303,7 @@ fn rejoined(m: &Member, epoch: i32) -> Member {
 /// that carried the bump was lost).
 fn check_epoch(m: &Member, received: i32, owned: Owned<'_>) -> Result<(), HbError> {
     if received > m.member_epoch {
-        return Err((
+        return Err(KafkaError::new(
             FENCED_MEMBER_EPOCH,
             format!(
                 "The consumer group member has a greater member epoch ({received}) than the one \
@@ -315,7 +316,7 @@ fn check_epoch(m: &Member, received: i32, owned: Owned<'_>) -> Result<(), HbErro
     if received < m.member_epoch
         && (received != m.previous_member_epoch || !is_subset(owned, &m.assigned))
     {
-        return Err((
+        return Err(KafkaError::new(
             FENCED_MEMBER_EPOCH,
             format!(
                 "The consumer group member has a smaller member epoch ({received}) than the one \

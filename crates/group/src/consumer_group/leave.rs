@@ -10,6 +10,7 @@ use super::group::ConsumerGroup;
 use super::heartbeat::HbError;
 use super::member::LEAVE_GROUP_STATIC_MEMBER_EPOCH;
 use super::ConsumerGroups;
+use crate::errors::KafkaError;
 
 impl ConsumerGroups {
     /// Epoch -1 / -2 heartbeats (Kafka's `consumerGroupLeave`).
@@ -20,7 +21,7 @@ impl ConsumerGroups {
     ) -> Result<ConsumerHeartbeatResponse, HbError> {
         let interval = self.timeouts(&req.group_id).heartbeat_interval_ms;
         let Some(g) = self.groups.get_mut(&req.group_id) else {
-            return Err((
+            return Err(KafkaError::new(
                 UNKNOWN_MEMBER_ID,
                 format!("Consumer group {} not found.", req.group_id),
             ));
@@ -28,7 +29,7 @@ impl ConsumerGroups {
         let member_id = match req.instance_id.as_deref() {
             None => {
                 if !g.members.contains_key(&req.member_id) {
-                    return Err((
+                    return Err(KafkaError::new(
                         UNKNOWN_MEMBER_ID,
                         format!(
                             "Member {} is not a member of group {}.",
@@ -40,13 +41,13 @@ impl ConsumerGroups {
             }
             Some(instance) => {
                 let Some(m) = g.static_member(instance) else {
-                    return Err((
+                    return Err(KafkaError::new(
                         UNKNOWN_MEMBER_ID,
                         format!("Instance id {instance} is unknown."),
                     ));
                 };
                 if m.id != req.member_id {
-                    return Err((
+                    return Err(KafkaError::new(
                         FENCED_INSTANCE_ID,
                         format!(
                             "Static member {} with instance id {instance} was fenced by member {}.",

@@ -169,6 +169,6 @@ impl ConsumerGroups {
     ) -> Result<(), ConsumerHeartbeatResponse> {
         let interval = self.timeouts(&req.group_id).heartbeat_interval_ms;
         validate(req, &self.assignors)
-            .map_err(|(code, message)| ConsumerHeartbeatResponse::error(code, message, interval))
+            .map_err(|e| ConsumerHeartbeatResponse::error(e.code, e.message, interval))
     }
 }

@@ -6,6 +6,7 @@ use super::api::ConsumerHeartbeat;
 use super::codes::*;
 use super::member::{LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH};
 use super::regex::Regex;
+use crate::errors::KafkaError;
 
 /// v1+: the client generates its member id (KIP-1082), so it must always be present.
 pub const CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION: i16 = 1;
@@ -15,9 +16,9 @@ fn blank(s: &str) -> bool {
     s.trim().is_empty()
 }
 
-/// `Err((code, message))` for an invalid request.
-pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<(), (i16, String)> {
-    let invalid = |m: &str| Err((INVALID_REQUEST, m.to_string()));
+/// The code and message for an invalid request.
+pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<(), KafkaError> {
+    let invalid = |m: &str| Err(KafkaError::new(INVALID_REQUEST, m));
     if (req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
         || req.member_epoch > 0
         || req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH)
@@ -61,7 +62,7 @@ pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<
     }
     if let Some(a) = &req.server_assignor {
         if !assignors.contains(a) {
-            return Err((
+            return Err(KafkaError::new(
                 UNSUPPORTED_ASSIGNOR,
                 format!(
                     "ServerAssignor {a} is not supported. Supported assignors: {}.",
@@ -76,7 +77,7 @@ pub(crate) fn validate(req: &ConsumerHeartbeat, assignors: &[String]) -> Result<
         .filter(|r| !r.is_empty())
     {
         if let Err(e) = Regex::new(r) {
-            return Err((
+            return Err(KafkaError::new(
                 INVALID_REGULAR_EXPRESSION,
                 format!("SubscribedTopicRegex `{r}` is not a valid regular expression: {e}."),
             ));

@@ -9,13 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use runnel_codes::NOT_COORDINATOR;
 use runnel_group::migration::{Shard, Step};
 use runnel_group::*;
 use uuid::Uuid;
 
 pub const CLASSIC_SESSION: i32 = 10_000;
 pub const REBALANCE: i32 = 30_000;
-const NOT_COORDINATOR: i16 = 16;
 
 pub fn classic_config() -> GroupConfig {
     GroupConfig {

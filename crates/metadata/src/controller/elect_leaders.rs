@@ -74,7 +74,7 @@ impl Controller {
                     let preferred = p.replicas.first().copied().unwrap_or(-1);
                     if p.leader == preferred {
                         Err(error(
-                            84,
+                            codes::ELECTION_NOT_NEEDED,
                             "The preferred replica is already the leader".into(),
                         ))
                     } else if live(preferred) && p.isr.contains(&preferred) {
@@ -90,7 +90,10 @@ impl Controller {
                     let live_set: std::collections::BTreeSet<i32> =
                         p.replicas.iter().copied().filter(|r| live(*r)).collect();
                     if p.leader >= 0 && live(p.leader) {
-                        Err(error(84, "The partition already has a leader".into()))
+                        Err(error(
+                            codes::ELECTION_NOT_NEEDED,
+                            "The partition already has a leader".into(),
+                        ))
                     } else if let Some(e) = crate::replication::election::offline_election(
                         &p.replicas,
                         &p.isr,
@@ -136,7 +139,7 @@ impl Controller {
                     });
                     results.push((topic.clone(), *partition, Ok(())));
                 }
-                Err(e) if e.code == 84 && !report_not_needed => {}
+                Err(e) if e.code == codes::ELECTION_NOT_NEEDED && !report_not_needed => {}
                 Err(e) => results.push((topic.clone(), *partition, Err(e))),
             }
         }

@@ -18,7 +18,7 @@ use crate::replication::election::reassign_election;
 use crate::ApiError;
 
 /// KIP-455's error for cancelling a partition that is not being moved.
-pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
+pub use crate::errors::codes::NO_REASSIGNMENT_IN_PROGRESS;
 
 /// One partition of an AlterPartitionReassignments request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

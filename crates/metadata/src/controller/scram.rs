@@ -10,11 +10,9 @@ use crate::errors::ApiError;
 use crate::image::MetadataImage;
 use crate::records::{MetadataRecord, SecretBytes};
 
-/// Kafka's error codes for this API.
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const RESOURCE_NOT_FOUND: i16 = 91;
-const DUPLICATE_RESOURCE: i16 = 92;
-const UNACCEPTABLE_CREDENTIAL: i16 = 93;
+use crate::errors::codes::{
+    DUPLICATE_RESOURCE, RESOURCE_NOT_FOUND, UNACCEPTABLE_CREDENTIAL, UNSUPPORTED_SASL_MECHANISM,
+};
 
 /// KIP-554's mechanism ids and Kafka's iteration bounds for them.
 const MECHANISMS: &[i8] = &[1, 2];

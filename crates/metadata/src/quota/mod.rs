@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::errors::codes::UNSUPPORTED_VERSION;
 use crate::errors::{codes, ApiError};
 use crate::records::MetadataRecord;
 
@@ -434,8 +435,6 @@ pub fn describe_client_quotas<'a>(
         .filter(|(entity, _)| matches(entity, &filter, strict))
         .collect())
 }
-
-const UNSUPPORTED_VERSION: i16 = 35;
 
 fn matches(entity: &QuotaEntity, filter: &[(&str, MatchType)], strict: bool) -> bool {
     if strict && entity.parts().len() != filter.len() {

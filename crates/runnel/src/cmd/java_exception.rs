@@ -5,19 +5,23 @@
 
 use kafka_protocol::error::ResponseError;
 use runnel_client::{render_error, ClientError};
+use runnel_codes::{
+    CLUSTER_AUTHORIZATION_FAILED, CORRUPT_MESSAGE, GROUP_AUTHORIZATION_FAILED, MESSAGE_TOO_LARGE,
+    REQUEST_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR,
+};
 
 const PACKAGE: &str = "org.apache.kafka.common.errors";
 
 /// The simple class name Kafka's `Errors` enum maps `code` to.
 pub fn exception_class(code: i16) -> String {
     let fixed = match code {
-        -1 => Some("UnknownServerException"),
-        2 => Some("CorruptRecordException"),
-        7 => Some("TimeoutException"),
-        10 => Some("RecordTooLargeException"),
-        29 => Some("TopicAuthorizationException"),
-        30 => Some("GroupAuthorizationException"),
-        31 => Some("ClusterAuthorizationException"),
+        UNKNOWN_SERVER_ERROR => Some("UnknownServerException"),
+        CORRUPT_MESSAGE => Some("CorruptRecordException"),
+        REQUEST_TIMED_OUT => Some("TimeoutException"),
+        MESSAGE_TOO_LARGE => Some("RecordTooLargeException"),
+        TOPIC_AUTHORIZATION_FAILED => Some("TopicAuthorizationException"),
+        GROUP_AUTHORIZATION_FAILED => Some("GroupAuthorizationException"),
+        CLUSTER_AUTHORIZATION_FAILED => Some("ClusterAuthorizationException"),
         _ => None,
     };
     if let Some(name) = fixed {
@@ -36,27 +40,9 @@ pub fn exception_class(code: i16) -> String {
     }
 }
 
-/// Kafka's default message for the codes the replication tools meet.
+/// Kafka's default message for `code` (`Errors.message()`), from the one error table.
 pub fn default_message(code: i16) -> Option<&'static str> {
-    Some(match code {
-        -1 => "The server experienced an unexpected error when processing the request.",
-        3 => "This server does not host this topic-partition.",
-        5 => "There is no leader for this topic-partition as we are in the middle of a leadership election.",
-        7 => "The request timed out.",
-        29 => "Topic authorization failed.",
-        31 => "Cluster authorization failed.",
-        35 => "The version of API is not supported.",
-        38 => "Replication factor is below 1 or larger than the number of available brokers.",
-        39 => "Replica assignment is invalid.",
-        41 => "This is not the correct controller for this cluster.",
-        42 => "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
-        60 => "A partition reassignment is in progress.",
-        80 => "The preferred leader was not available.",
-        83 => "Eligible topic partition leaders are not available.",
-        84 => "Leader election not needed for topic partition.",
-        85 => "No partition reassignment is in progress.",
-        _ => return None,
-    })
+    runnel_codes::default_message(code)
 }
 
 /// `getMessage()` of the exception for `err`.
@@ -103,25 +89,35 @@ mod tests {
         assert_eq!(exception_class(-1), "UnknownServerException");
     }
 
+    // Every code has Kafka's default message now, not only the ones the replication tools met.
     #[test]
     fn lines_use_the_broker_message_or_the_default() {
-        let e = ClientError::kafka(80, None);
+        let e = ClientError::kafka(runnel_codes::PREFERRED_LEADER_NOT_AVAILABLE, None);
         assert_eq!(
             exception_line(&e),
             "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException: The preferred leader was not available."
         );
-        let e = ClientError::kafka(83, Some("No live ISR member for t-1".into()));
+        let e = ClientError::kafka(
+            runnel_codes::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            Some("No live ISR member for t-1".into()),
+        );
         assert_eq!(
             exception_line(&e),
             "org.apache.kafka.common.errors.EligibleLeadersNotAvailableException: No live ISR member for t-1"
         );
         assert_eq!(
-            exception_message(&ClientError::kafka(3, None)),
+            exception_message(&ClientError::kafka(
+                runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                None
+            )),
             "This server does not host this topic-partition."
         );
         assert_eq!(
-            exception_message(&ClientError::kafka(73, None)),
-            "TOPIC_DELETION_DISABLED"
+            exception_message(&ClientError::kafka(
+                runnel_codes::TOPIC_DELETION_DISABLED,
+                None
+            )),
+            "Topic deletion is disabled."
         );
     }
 }

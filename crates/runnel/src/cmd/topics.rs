@@ -1,5 +1,6 @@
 //! `runnel topics`: kafka-topics.sh's actions and output format.
 
+use runnel_codes::{TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -183,7 +184,7 @@ async fn create(admin: &Admin, args: &TopicsArgs) -> Result<()> {
     for (topic, result) in results {
         match result {
             Ok(()) => println!("Created topic {topic}."),
-            Err(e) if args.if_not_exists && e.code() == Some(36) => {}
+            Err(e) if args.if_not_exists && e.code() == Some(TOPIC_ALREADY_EXISTS) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -198,7 +199,7 @@ async fn delete(admin: &Admin, args: &TopicsArgs) -> Result<()> {
     for (_, result) in results {
         match result {
             Ok(()) => {}
-            Err(e) if args.if_exists && e.code() == Some(3) => {}
+            Err(e) if args.if_exists && e.code() == Some(UNKNOWN_TOPIC_OR_PARTITION) => {}
             Err(e) => return Err(e.into()),
         }
     }
@@ -212,7 +213,7 @@ async fn alter(admin: &Admin, args: &TopicsArgs) -> Result<()> {
     };
     let current = match admin.describe_topics(Some(&[name.to_owned()])).await {
         Ok(topics) => topics.first().map_or(0, |t| t.partition_count()),
-        Err(e) if args.if_exists && e.code() == Some(3) => return Ok(()),
+        Err(e) if args.if_exists && e.code() == Some(UNKNOWN_TOPIC_OR_PARTITION) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
     let assignments = match &args.replica_assignment {
@@ -240,8 +241,11 @@ async fn describe(admin: &Admin, args: &TopicsArgs) -> Result<()> {
     let names = args.topic.as_ref().map(|t| vec![t.clone()]);
     let topics = match admin.describe_topics(names.as_deref()).await {
         Ok(t) => t,
-        Err(e) if args.if_exists && e.code() == Some(3) => return Ok(()),
-        Err(ClientError::Kafka { code: 3, .. }) => {
+        Err(e) if args.if_exists && e.code() == Some(UNKNOWN_TOPIC_OR_PARTITION) => return Ok(()),
+        Err(ClientError::Kafka {
+            code: UNKNOWN_TOPIC_OR_PARTITION,
+            ..
+        }) => {
             bail!(
                 "Topic '{}' does not exist as expected",
                 args.topic.as_deref().unwrap_or("")

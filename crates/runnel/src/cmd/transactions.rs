@@ -10,6 +10,7 @@ use runnel_client::admin::{ProducerDescription, TransactionDescription, Transact
 use runnel_client::{Admin, TopicPartition};
 
 use super::metadata_quorum::format::pretty_table;
+use runnel_codes::TRANSACTIONAL_ID_NOT_FOUND;
 
 #[derive(Debug, Args)]
 pub struct TransactionsArgs {
@@ -228,8 +229,6 @@ async fn find_hanging(
     }
     Ok(hanging_table(&hanging(open, &ids, &descriptions), now_ms()))
 }
-
-const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 
 /// A transaction a partition reports open (DescribeProducers).
 #[derive(Debug, Clone, PartialEq, Eq)]

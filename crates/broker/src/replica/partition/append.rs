@@ -10,7 +10,7 @@ use runnel_metadata::EffectiveTopicConfig;
 use super::producers::{record_producers, snapshot_on_roll};
 use super::{publish_high_watermark, Partition};
 use crate::clock::now_ms;
-use crate::errors::code;
+use crate::errors::{code, KafkaError};
 use crate::producer_state::{last_seq, ProducerStateTable, SequenceCheck};
 
 /// Result of a leader append, per partition of a Produce request.
@@ -35,9 +35,9 @@ impl Partition {
         records: &[u8],
         node_id: i32,
         acks: i16,
-    ) -> Result<Appended, (i16, String)> {
+    ) -> Result<Appended, KafkaError> {
         self.append_as_leader_reporting(records, node_id, acks)
-            .map_err(|(code, message, _)| (code, message))
+            .map_err(|refused| refused.error)
     }
 
     /// [`Self::append_as_leader`], with the records refused for their content (Produce v8+
@@ -58,9 +58,9 @@ impl Partition {
         &self,
         records: &[u8],
         node_id: i32,
-    ) -> Result<Appended, (i16, String)> {
+    ) -> Result<Appended, KafkaError> {
         self.append_leader(records, node_id, 1, false)
-            .map_err(|(code, message, _)| (code, message))
+            .map_err(|refused| refused.error)
     }
 
     fn append_leader(
@@ -72,13 +72,13 @@ impl Partition {
     ) -> Result<Appended, Refused> {
         let role = self.role();
         if role.leader != node_id {
-            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new(), Vec::new()));
+            return Err(Refused::code(code::NOT_LEADER_OR_FOLLOWER));
         }
         // acks=all is refused before anything is written when the committed ISR is too small
         // (spec E.4, `runnel_replication::acks`).
         if acks == -1 {
             self.can_accept_acks_all(&role)
-                .map_err(|e| (code::NOT_ENOUGH_REPLICAS, e.to_string(), Vec::new()))?;
+                .map_err(|e| Refused::new(code::NOT_ENOUGH_REPLICAS, e.to_string()))?;
         }
         let headers = validate_batches(records, &role.config)?;
         // LogAppendTime topics: the broker's clock replaces the producer's (a copy, because the
@@ -98,7 +98,7 @@ impl Partition {
         // batch with OUT_OF_ORDER_SEQUENCE_NUMBER makes librdkafka bump its epoch and resend
         // possibly written batches as new ones (known case 6, docs/faults.md).
         log.check_writable()
-            .map_err(|e| (e.kafka_error_code(), e.to_string(), Vec::new()))?;
+            .map_err(|e| Refused::new(e.kafka_error_code(), e.to_string()))?;
         let mut producers = self.producers.lock();
         if let Some((first_offset, delta)) = duplicate_of(&producers, &headers, check_sequences)? {
             return Ok(Appended {
@@ -112,7 +112,7 @@ impl Partition {
         }
         let info: AppendInfo = log
             .append(records, &headers, role.leader_epoch)
-            .map_err(|e| (e.kafka_error_code(), e.to_string(), Vec::new()))?;
+            .map_err(|e| Refused::new(e.kafka_error_code(), e.to_string()))?;
         record_producers(&mut producers, &headers, info.first_offset);
         snapshot_on_roll(&mut log, &producers);
         drop(producers);
@@ -137,8 +137,33 @@ impl Partition {
     }
 }
 
-/// A refused append: the Kafka code, its message and the records refused for their content.
-type Refused = (i16, String, Vec<validate::RecordError>);
+/// A refused append: the Kafka code and its message, and the records refused for their content
+/// (Produce v8+ `record_errors`, KIP-467; empty for every other refusal).
+#[derive(Debug)]
+pub struct Refused {
+    pub error: KafkaError,
+    pub record_errors: Vec<validate::RecordError>,
+}
+
+impl Refused {
+    fn new(code: i16, message: impl Into<String>) -> Self {
+        KafkaError::new(code, message).into()
+    }
+
+    /// A refusal whose code says it all (no message).
+    fn code(code: i16) -> Self {
+        Self::new(code, String::new())
+    }
+}
+
+impl From<KafkaError> for Refused {
+    fn from(error: KafkaError) -> Self {
+        Refused {
+            error,
+            record_errors: Vec::new(),
+        }
+    }
+}
 
 const LOG_APPEND_TIME: &str = "LogAppendTime";
 
@@ -161,13 +186,12 @@ fn validate_batches(
             config.message_timestamp_after_max_ms,
         );
     }
-    let headers = validate::validate_produce(records, max, rules).map_err(|e| {
-        let record_errors = e.record_errors().to_vec();
-        (e.kafka_error_code(), e.to_string(), record_errors)
+    let headers = validate::validate_produce(records, max, rules).map_err(|e| Refused {
+        error: KafkaError::new(e.kafka_error_code(), e.to_string()),
+        record_errors: e.record_errors().to_vec(),
     })?;
     if create_time {
-        check_timestamps(&headers, config, now_ms())
-            .map_err(|(code, message)| (code, message, Vec::new()))?;
+        check_timestamps(&headers, config, now_ms())?;
     }
     Ok(headers)
 }
@@ -206,11 +230,9 @@ fn duplicate_of(
                 duplicate = Some((first_offset, h.last_offset_delta));
             }
             SequenceCheck::Duplicate { .. } => {
-                return Err((code::DUPLICATE_SEQUENCE_NUMBER, String::new(), Vec::new()))
+                return Err(Refused::code(code::DUPLICATE_SEQUENCE_NUMBER))
             }
-            SequenceCheck::Reject { error_code } => {
-                return Err((error_code, String::new(), Vec::new()))
-            }
+            SequenceCheck::Reject { error_code } => return Err(Refused::code(error_code)),
         }
     }
     Ok(duplicate)
@@ -222,7 +244,7 @@ fn check_timestamps(
     headers: &[BatchHeader],
     config: &EffectiveTopicConfig,
     now: i64,
-) -> Result<(), (i16, String)> {
+) -> Result<(), KafkaError> {
     for h in headers {
         for ts in [h.base_timestamp, h.max_timestamp] {
             if ts < 0 {
@@ -231,7 +253,7 @@ fn check_timestamps(
             let too_old = now.saturating_sub(ts) > config.message_timestamp_before_max_ms;
             let too_new = ts.saturating_sub(now) > config.message_timestamp_after_max_ms;
             if too_old || too_new {
-                return Err((
+                return Err(KafkaError::new(
                     code::INVALID_TIMESTAMP,
                     format!(
                         "Timestamp {ts} is out of range: it must be within message.timestamp.before.max.ms={} \

@@ -32,7 +32,7 @@ mod transitions;
 mod txn;
 mod wait;
 
-pub use append::Appended;
+pub use append::{Appended, Refused};
 pub use follower_fetch::{FollowerFetch, FollowerPosition, ReadReplicaView};
 pub use isr::IsrAnswer;
 pub use wait::{any_progress, join_all, Progress, ReadBound, Replicated};

@@ -249,7 +249,7 @@ fn a_follower_keeps_the_producer_state_for_when_it_leads() {
     assert_eq!(retry.base_offset, 3);
     // A sequence gap is refused, the next batch in sequence appended.
     let gap = p.append_as_leader(&idempotent(9, 1, 0, -1), 1, 1);
-    assert_eq!(gap.err().map(|(code, _)| code), Some(45));
+    assert_eq!(gap.err().map(|e| e.code), Some(45));
     let next = p.append_as_leader(&idempotent(6, 2, 0, -1), 1, 1).unwrap();
     assert_eq!((next.base_offset, next.duplicate), (6, false));
 }
@@ -343,7 +343,7 @@ async fn min_isr_is_checked_on_the_committed_isr_before_and_after_the_append() {
     let dir = tempfile::tempdir().unwrap();
     let p = leader(dir.path(), min_isr(role(0, &[1], &[1, 2, 3]), 2));
     let refused = p.append_as_leader(&encode(1, None, 0, -1), 1, -1);
-    assert_eq!(refused.err().map(|(code, _)| code), Some(19));
+    assert_eq!(refused.err().map(|e| e.code), Some(19));
     assert_eq!(p.lock_log().log_end_offset(), 0, "nothing written");
     // With 2 in sync the append is taken; the followers' brokers are then fenced and the
     // controller shrinks the ISR to the leader before the batch is committed: the leader alone

@@ -8,32 +8,32 @@ use super::append::Appended;
 use super::producers::{index_aborted, snapshot_on_roll};
 use super::Partition;
 use crate::clock::now_ms;
-use crate::errors::code;
+use crate::errors::{code, KafkaError};
 
 impl Partition {
     /// Leader side of WriteTxnMarkers (API 27): appends the coordinator's COMMIT / ABORT
     /// marker, which ends the producer's transaction here (an abort enters the `.txnindex`).
     /// Refused with the Kafka code when a newer producer or coordinator epoch was seen.
-    pub fn write_marker(&self, marker: &Marker, node_id: i32) -> Result<Appended, (i16, String)> {
+    pub fn write_marker(&self, marker: &Marker, node_id: i32) -> Result<Appended, KafkaError> {
         let role = self.role();
         if role.leader != node_id {
-            return Err((code::NOT_LEADER_OR_FOLLOWER, String::new()));
+            return Err(KafkaError::new(code::NOT_LEADER_OR_FOLLOWER, String::new()));
         }
         let now = now_ms();
         let bytes = control::marker_batch(marker, now);
-        let header =
-            BatchHeader::parse(&bytes).map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+        let header = BatchHeader::parse(&bytes)
+            .map_err(|e| KafkaError::new(e.kafka_error_code(), e.to_string()))?;
         let mut log = self.log.lock();
         let mut producers = self.producers.lock();
         producers.check_marker(marker).map_err(|c| {
-            (
+            KafkaError::new(
                 c,
                 format!("stale marker for producer {}", marker.producer_id),
             )
         })?;
         let info = log
             .append(&bytes, &[header], role.leader_epoch)
-            .map_err(|e| (e.kafka_error_code(), e.to_string()))?;
+            .map_err(|e| KafkaError::new(e.kafka_error_code(), e.to_string()))?;
         if let Some(aborted) = producers.apply_marker(marker, info.first_offset, now) {
             index_aborted(&mut log, aborted);
         }

@@ -85,9 +85,9 @@ fn markers_with_an_older_producer_or_coordinator_epoch_are_refused() {
     // The coordinator fenced the producer: its abort carries the bumped epoch.
     p.write_marker(&marker(5, 1, false, 3), 1).unwrap();
     let stale_producer = p.write_marker(&marker(5, 0, true, 3), 1);
-    assert_eq!(stale_producer.err().map(|e| e.0), Some(47));
+    assert_eq!(stale_producer.err().map(|e| e.code), Some(47));
     let stale_coordinator = p.write_marker(&marker(5, 1, true, 2), 1);
-    assert_eq!(stale_coordinator.err().map(|e| e.0), Some(52));
+    assert_eq!(stale_coordinator.err().map(|e| e.code), Some(52));
     // A marker for a producer without an open transaction is written (Kafka does too).
     p.write_marker(&marker(6, 0, true, 0), 1).unwrap();
 }
@@ -321,7 +321,7 @@ fn a_clean_stop_snapshot_covers_the_whole_log_and_an_unflushed_one_is_not_truste
     );
     assert!(p.in_transaction(6));
     assert_eq!(
-        p.write_marker(&marker(5, 0, true, 2), 1).unwrap_err().0,
+        p.write_marker(&marker(5, 0, true, 2), 1).unwrap_err().code,
         crate::producer_state::TRANSACTION_COORDINATOR_FENCED
     );
 }

@@ -12,6 +12,9 @@ pub use runnel_client::sasl::{jaas, scram};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use crate::errors::code::{
+    ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM,
+};
 use scram::{ScramCredential, ScramMechanism, ServerExchange};
 
 pub const PLAIN: &str = "PLAIN";
@@ -92,10 +95,6 @@ pub struct Handshake {
     pub error_code: i16,
     pub mechanisms: Vec<String>,
 }
-
-pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-pub const ILLEGAL_SASL_STATE: i16 = 34;
-pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
 impl SaslSession {
     pub fn new(config: Arc<SaslConfig>) -> Self {

@@ -20,6 +20,7 @@ use runnel_replication::{
 
 use super::net::{FetchBody, Msg, Rec, CLIENT, CONTROLLER};
 use super::world::{Ev, Mutation, World, MIN_INSYNC, TOPIC};
+use runnel_codes::REQUEST_TIMED_OUT;
 
 /// At most this many records per fetch response.
 const MAX_FETCH: usize = 16;
@@ -27,7 +28,6 @@ const MAX_FETCH: usize = 16;
 const REQUEST_TIMEOUT: u64 = 40;
 /// How long a parked acks=all produce waits (ticks) before REQUEST_TIMED_OUT.
 pub const PRODUCE_TIMEOUT: u64 = 150;
-const REQUEST_TIMED_OUT: i16 = 7;
 
 pub struct Parked {
     pub id: u64,

@@ -2,6 +2,10 @@
 
 use anyhow::{bail, Result};
 use runnel_client::{render_error, Admin, ClientError, TopicPartition};
+use runnel_codes::{
+    GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC, INVALID_GROUP_ID,
+    NON_EMPTY_GROUP, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION,
+};
 
 /// Deletes groups; any failure makes the command fail with one line naming each group.
 pub async fn delete_groups(admin: &Admin, groups: &[String]) -> Result<()> {
@@ -69,13 +73,15 @@ pub async fn delete_offsets(admin: &Admin, group: &str, topics: &[String]) -> Re
     let failure = match &top {
         Ok(()) => None,
         Err(e) => Some(match e.code() {
-            Some(24) => format!("'{group}' is not valid."),
-            Some(69) => format!("'{group}' does not exist."),
-            Some(30) => format!("Access to '{group}' is not authorized."),
-            Some(68) => format!(
+            Some(INVALID_GROUP_ID) => format!("'{group}' is not valid."),
+            Some(GROUP_ID_NOT_FOUND) => format!("'{group}' does not exist."),
+            Some(GROUP_AUTHORIZATION_FAILED) => format!("Access to '{group}' is not authorized."),
+            Some(NON_EMPTY_GROUP) => format!(
                 "Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty."
             ),
-            Some(86 | 29 | 3) => {
+            Some(
+                GROUP_SUBSCRIBED_TO_TOPIC | TOPIC_AUTHORIZATION_FAILED | UNKNOWN_TOPIC_OR_PARTITION,
+            ) => {
                 "Encounter some partition level error, see the follow-up details:".to_string()
             }
             _ => format!("Encounter some unknown error: {}", render_error(e)),

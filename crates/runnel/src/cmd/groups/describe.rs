@@ -2,6 +2,7 @@
 //! with kafka-consumer-groups.sh's exact column layout (left-justified columns at least 15
 //! wide, widened to the longest value; `-` for missing values).
 
+use runnel_codes::GROUP_ID_NOT_FOUND;
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
@@ -18,7 +19,10 @@ pub async fn run(admin: &Admin, args: &GroupsArgs, groups: &[String]) -> Result<
         let description = match described {
             Ok(d) if d.state != "Dead" => d,
             Ok(_) => bail!("Consumer group '{group}' does not exist."),
-            Err(ClientError::Kafka { code: 69, .. }) => {
+            Err(ClientError::Kafka {
+                code: GROUP_ID_NOT_FOUND,
+                ..
+            }) => {
                 bail!("Consumer group '{group}' does not exist.")
             }
             Err(e) => return Err(e.into()),

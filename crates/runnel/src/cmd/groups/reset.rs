@@ -3,6 +3,7 @@
 //! `--execute` store them as a simple commit. Kafka refuses groups with active members, and
 //! so do we: their positions would overwrite the reset on the next commit.
 
+use runnel_codes::GROUP_ID_NOT_FOUND;
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
@@ -88,7 +89,14 @@ pub async fn run(admin: &Admin, args: &GroupsArgs, groups: &[String]) -> Result<
             .pop()
         {
             Some((_, Ok(d))) => d.state,
-            Some((_, Err(ClientError::Kafka { code: 69, .. }))) | None => "Dead".into(),
+            Some((
+                _,
+                Err(ClientError::Kafka {
+                    code: GROUP_ID_NOT_FOUND,
+                    ..
+                }),
+            ))
+            | None => "Dead".into(),
             Some((_, Err(e))) => return Err(e.into()),
         };
         if state != "Empty" && state != "Dead" {

@@ -4,6 +4,7 @@
 mod json_file;
 mod report;
 
+use runnel_codes::{CLUSTER_AUTHORIZATION_FAILED, REQUEST_TIMED_OUT};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -108,11 +109,18 @@ pub async fn run(args: LeaderElectionArgs) -> Result<()> {
         .await
     {
         Ok(results) => results,
-        Err(ClientError::Timeout(..)) | Err(ClientError::Kafka { code: 7, .. }) => {
+        Err(ClientError::Timeout(..))
+        | Err(ClientError::Kafka {
+            code: REQUEST_TIMED_OUT,
+            ..
+        }) => {
             println!("Timeout waiting for election results");
             bail!("Timeout waiting for election results");
         }
-        Err(ClientError::Kafka { code: 31, .. }) => {
+        Err(ClientError::Kafka {
+            code: CLUSTER_AUTHORIZATION_FAILED,
+            ..
+        }) => {
             println!("Not authorized to perform leader election");
             bail!("Not authorized to perform leader election");
         }

@@ -2,6 +2,7 @@
 
 use runnel_client::admin::{ElectionType, ItemResults};
 use runnel_client::TopicPartition;
+use runnel_codes::ELECTION_NOT_NEEDED;
 
 use crate::cmd::java_exception::exception_line;
 
@@ -17,7 +18,7 @@ pub fn election_report(
     for (tp, result) in results {
         match result {
             Ok(()) => succeeded.push(tp.to_string()),
-            Err(e) if e.code() == Some(84) => noop.push(tp.to_string()),
+            Err(e) if e.code() == Some(ELECTION_NOT_NEEDED) => noop.push(tp.to_string()),
             Err(e) => failed.push((tp, e)),
         }
     }
@@ -54,16 +55,19 @@ mod tests {
             (TopicPartition::new("t", 0), Ok(())),
             (
                 TopicPartition::new("t", 1),
-                Err(ClientError::kafka(80, None)),
+                Err(ClientError::kafka(
+                    runnel_codes::PREFERRED_LEADER_NOT_AVAILABLE,
+                    None,
+                )),
             ),
             (
                 TopicPartition::new("t", 2),
-                Err(ClientError::kafka(84, None)),
+                Err(ClientError::kafka(runnel_codes::ELECTION_NOT_NEEDED, None)),
             ),
             (TopicPartition::new("u", 0), Ok(())),
             (
                 TopicPartition::new("v", 0),
-                Err(ClientError::kafka(84, None)),
+                Err(ClientError::kafka(runnel_codes::ELECTION_NOT_NEEDED, None)),
             ),
         ];
         let (lines, failed) = election_report(ElectionType::Preferred, &results);
@@ -82,7 +86,10 @@ mod tests {
     fn unclean_and_empty() {
         let results: ItemResults<TopicPartition> = vec![(
             TopicPartition::new("t", 0),
-            Err(ClientError::kafka(83, None)),
+            Err(ClientError::kafka(
+                runnel_codes::ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                None,
+            )),
         )];
         let (lines, failed) = election_report(ElectionType::Unclean, &results);
         assert_eq!(failed, 1);

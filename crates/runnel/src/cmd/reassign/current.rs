@@ -1,6 +1,7 @@
 //! The current replica assignment of topics, from Metadata, telling missing topics apart
 //! (each action of kafka-reassign-partitions.sh treats them differently).
 
+use runnel_codes::{LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION};
 use std::collections::BTreeMap;
 
 use anyhow::Result;
@@ -23,16 +24,19 @@ pub async fn current_assignment(admin: &Admin, topics: &[String]) -> Result<Curr
             client.refresh_metadata_with_errors(Some(topics))
         })
         .await?;
-    if let Some(e) = errors
-        .iter()
-        .find(|e| e.error_code != 3 && e.error_code != 5)
-    {
+    if let Some(e) = errors.iter().find(|e| {
+        e.error_code != UNKNOWN_TOPIC_OR_PARTITION && e.error_code != LEADER_NOT_AVAILABLE
+    }) {
         return Err(ClientError::kafka(e.error_code, Some(format!("topic '{}'", e.name))).into());
     }
     let mut out = CurrentAssignment::default();
     for name in topics {
         match meta.topics.get(name) {
-            Some(topic) if !errors.iter().any(|e| &e.name == name && e.error_code == 3) => {
+            Some(topic)
+                if !errors
+                    .iter()
+                    .any(|e| &e.name == name && e.error_code == UNKNOWN_TOPIC_OR_PARTITION) =>
+            {
                 for p in &topic.partitions {
                     out.replicas.insert(
                         TopicPartition::new(name.clone(), p.partition),

@@ -164,7 +164,13 @@ mod tests {
         );
         let results: ItemResults<TopicPartition> = vec![
             (a.clone(), Ok(())),
-            (b.clone(), Err(ClientError::kafka(39, None))),
+            (
+                b.clone(),
+                Err(ClientError::kafka(
+                    runnel_codes::INVALID_REPLICA_ASSIGNMENT,
+                    None,
+                )),
+            ),
         ];
         assert_eq!(
             format_failures(&results).unwrap_or_default(),
