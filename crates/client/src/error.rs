@@ -85,14 +85,21 @@ impl ClientError {
 }
 
 /// Codes after which the client refreshes metadata before retrying: the partition moved,
-/// has no leader yet, is not known yet, or the controller moved.
+/// has no leader yet, is not known yet, the broker or its listener is gone (Kafka's
+/// `InvalidMetadataException` family, and BROKER_NOT_AVAILABLE: a broker named by stale
+/// metadata), or the controller moved.
 pub fn needs_refresh_code(code: i16) -> bool {
-    matches!(code, 3 | 5 | 6 | 41 | 74 | 75 | 100 | 103)
+    matches!(
+        code,
+        3 | 5 | 6 | 8 | 9 | 13 | 41 | 56 | 72 | 74 | 75 | 100 | 103
+    )
 }
 
-/// Whether Kafka marks the code as retriable.
+/// Whether Kafka marks the code as retriable (its exception is a `RetriableException`).
+/// kafka-protocol's table agrees with Kafka's `Errors` except for CONCURRENT_TRANSACTIONS
+/// (51), retriable in Kafka.
 pub fn is_retriable_code(code: i16) -> bool {
-    ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
+    code == 51 || ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
 }
 
 /// Kafka's upper-snake-case name for an error code (`UNKNOWN_TOPIC_OR_PARTITION`), derived
@@ -213,6 +220,22 @@ mod tests {
         assert!(ClientError::kafka(6, None).needs_metadata_refresh());
         assert!(!ClientError::kafka(36, None).is_retriable());
         assert!(!ClientError::kafka(36, None).needs_metadata_refresh());
+    }
+
+    /// The codes whose exception in Kafka's `Errors` (clients, 4.0) is a `RetriableException`
+    /// (directly or through `InvalidMetadataException`); 133 (SHARE_SESSION_LIMIT_REACHED)
+    /// is newer and retriable too.
+    #[test]
+    fn retriable_codes_are_kafkas() {
+        let kafka: &[i16] = &[
+            2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83,
+            84, 88, 89, 100, 103, 106, 122, 123, 133,
+        ];
+        let ours: Vec<i16> = (-1..=140).filter(|c| is_retriable_code(*c)).collect();
+        assert_eq!(ours, kafka);
+        // BROKER_NOT_AVAILABLE is not retriable in Kafka, but it means stale metadata.
+        assert!(!is_retriable_code(8));
+        assert!(needs_refresh_code(8));
     }
 
     #[test]

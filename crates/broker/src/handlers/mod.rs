@@ -31,6 +31,7 @@ pub mod list_offsets;
 pub mod list_transactions;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
+pub mod partition_view;
 pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;
