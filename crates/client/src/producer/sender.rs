@@ -111,6 +111,12 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     let Ok(permit) = slots.acquire_owned().await else {
         return;
     };
+    // While this request waited for its slot, an earlier batch of one of its partitions
+    // may have failed and been requeued (the slot is often the one its failure freed).
+    let batches = hold_behind_retries(inner, batches);
+    if batches.is_empty() {
+        return;
+    }
     let (written_tx, written_rx) = tokio::sync::oneshot::channel();
     let previous = inner
         .write_turns
@@ -129,6 +135,34 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
             handle_response(inner, written, permit).await;
         }
     });
+}
+
+/// Puts back the idempotent batches that a requeued retry of their partition must precede
+/// (`Accumulator::retry_waits_before`), without counting an attempt; returns the others.
+fn hold_behind_retries(inner: &Arc<Inner>, batches: Vec<Batch>) -> Vec<Batch> {
+    if inner.identity.is_none() {
+        return batches;
+    }
+    let mut acc = inner.lock_accumulator();
+    let mut send = Vec::with_capacity(batches.len());
+    let mut held = false;
+    for batch in batches {
+        let behind = batch
+            .base_sequence
+            .is_some_and(|seq| acc.retry_waits_before(&batch.topic, batch.partition, seq));
+        if behind {
+            tracing::debug!(topic = %batch.topic, partition = batch.partition, "batch waits for an earlier retry");
+            acc.requeue(batch);
+            held = true;
+        } else {
+            send.push(batch);
+        }
+    }
+    drop(acc);
+    if held {
+        inner.wake.notify_one();
+    }
+    send
 }
 
 /// A Produce request on the wire, waiting for its response.
