@@ -207,8 +207,14 @@ def final(deadline_s):
     emit({"done": False, "detail": detail})
 
 
+def ck_debug():
+    """RUNNEL_FAULTS_CK_DEBUG=cgrp,eos,... turns librdkafka's debug contexts on (stderr)."""
+    return {"debug": os.environ["RUNNEL_FAULTS_CK_DEBUG"]} if os.environ.get("RUNNEL_FAULTS_CK_DEBUG") else {}
+
+
 def ctp_consumer(ident):
     return Consumer({
+        **ck_debug(),
         "bootstrap.servers": bootstrap,
         "group.id": "faults-ctp",
         "enable.auto.commit": False,
@@ -223,6 +229,7 @@ def ctp_consumer(ident):
 
 def ctp_producer(ident):
     return Producer({
+        **ck_debug(),
         "bootstrap.servers": bootstrap,
         "transactional.id": f"faults-ctp-{ident}",
         "acks": "all",

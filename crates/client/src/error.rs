@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use kafka_protocol::error::ResponseError;
-
 /// Result alias used throughout the client.
 pub type Result<T, E = ClientError> = std::result::Result<T, E>;
 
@@ -83,14 +81,33 @@ impl ClientError {
 }
 
 /// Codes after which the client refreshes metadata before retrying: the partition moved,
-/// has no leader yet, is not known yet, or the controller moved.
+/// has no leader yet, is not known yet, the broker or its listener is gone (Kafka's
+/// `InvalidMetadataException` family, and BROKER_NOT_AVAILABLE: a broker named by stale
+/// metadata), or the controller moved.
 pub fn needs_refresh_code(code: i16) -> bool {
-    matches!(code, 3 | 5 | 6 | 41 | 74 | 75 | 100 | 103)
+    use runnel_codes::*;
+    matches!(
+        code,
+        UNKNOWN_TOPIC_OR_PARTITION
+            | LEADER_NOT_AVAILABLE
+            | NOT_LEADER_OR_FOLLOWER
+            | BROKER_NOT_AVAILABLE
+            | REPLICA_NOT_AVAILABLE
+            | NETWORK_EXCEPTION
+            | NOT_CONTROLLER
+            | KAFKA_STORAGE_ERROR
+            | LISTENER_NOT_FOUND
+            | FENCED_LEADER_EPOCH
+            | UNKNOWN_LEADER_EPOCH
+            | UNKNOWN_TOPIC_ID
+            | INCONSISTENT_TOPIC_ID
+    )
 }
 
-/// Whether Kafka marks the code as retriable.
+/// Whether Kafka marks the code as retriable (its exception is a `RetriableException`):
+/// the one error table, `runnel_codes`.
 pub fn is_retriable_code(code: i16) -> bool {
-    ResponseError::try_from_code(code).is_some_and(|e| e.is_retriable())
+    runnel_codes::is_retriable(code)
 }
 
 /// Kafka's upper-snake-case name for an error code (`UNKNOWN_TOPIC_OR_PARTITION`), from the
@@ -184,6 +201,22 @@ mod tests {
         assert!(ClientError::kafka(6, None).needs_metadata_refresh());
         assert!(!ClientError::kafka(36, None).is_retriable());
         assert!(!ClientError::kafka(36, None).needs_metadata_refresh());
+    }
+
+    /// The codes whose exception in Kafka's `Errors` (clients, 4.0) is a `RetriableException`
+    /// (directly or through `InvalidMetadataException`); 133 (SHARE_SESSION_LIMIT_REACHED)
+    /// is newer and retriable too.
+    #[test]
+    fn retriable_codes_are_kafkas() {
+        let kafka: &[i16] = &[
+            2, 3, 5, 6, 7, 9, 13, 14, 15, 16, 19, 20, 41, 51, 56, 70, 71, 72, 74, 75, 78, 80, 83,
+            84, 88, 89, 100, 103, 106, 122, 123, 133,
+        ];
+        let ours: Vec<i16> = (-1..=140).filter(|c| is_retriable_code(*c)).collect();
+        assert_eq!(ours, kafka);
+        // BROKER_NOT_AVAILABLE is not retriable in Kafka, but it means stale metadata.
+        assert!(!is_retriable_code(8));
+        assert!(needs_refresh_code(8));
     }
 
     #[test]

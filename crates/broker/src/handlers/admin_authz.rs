@@ -180,7 +180,8 @@ pub async fn describe_topic_partitions(
             .with_topics(refused.into_iter().map(|t| refused_topic(t.name)).collect());
     }
     request.topics = allowed;
-    let mut response = describe_topic_partitions::handle(broker, request, version).await;
+    let mut response =
+        describe_topic_partitions::handle(broker, request, version, &ctx.listener).await;
     if all_topics {
         response
             .topics

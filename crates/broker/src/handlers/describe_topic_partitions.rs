@@ -19,9 +19,10 @@ use kafka_protocol::messages::describe_topic_partitions_response::{
 use kafka_protocol::messages::{
     BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
 };
-use runnel_metadata::{validate_topic_name, MetadataImage, TopicImage};
+use runnel_metadata::{validate_topic_name, BrokerRegistration, MetadataImage, TopicImage};
 
 use super::metadata::authorized_operations;
+use super::partition_view::{partition_view, ViewRules};
 use super::topic_name;
 use crate::context::Broker;
 use crate::errors::code;
@@ -30,16 +31,20 @@ pub async fn handle(
     broker: &Arc<Broker>,
     request: DescribeTopicPartitionsRequest,
     _version: i16,
+    listener: &str,
 ) -> DescribeTopicPartitionsResponse {
     let cap = i64::from(broker.settings.max_request_partition_size_limit);
-    describe(&broker.image(), &request, cap)
+    let on_listener = |b: &BrokerRegistration| broker.endpoint_of(b, listener).is_some();
+    describe(&broker.image(), &request, cap, &on_listener)
 }
 
-/// The response for `request` against `image`, at most `cap` partitions (the broker's limit).
+/// The response for `request` against `image`, at most `cap` partitions (the broker's limit);
+/// `on_listener(b)`: whether broker `b` has an endpoint on the client's listener.
 pub fn describe(
     image: &MetadataImage,
     request: &DescribeTopicPartitionsRequest,
     cap: i64,
+    on_listener: &dyn Fn(&BrokerRegistration) -> bool,
 ) -> DescribeTopicPartitionsResponse {
     let cursor = request
         .cursor
@@ -84,7 +89,7 @@ pub fn describe(
             Some((t, p)) if *t == name => *p,
             _ => 0,
         };
-        let (described, next) = describe_topic(image, topic, start, remaining);
+        let (described, next) = describe_topic(image, topic, start, remaining, on_listener);
         remaining -= described.partitions.len();
         response.topics.push(described);
         if let Some(next) = next {
@@ -96,13 +101,19 @@ pub fn describe(
 }
 
 /// `topic`'s partitions from `start`, at most `max`; the index of the first one left out.
+/// Leaders and offline replicas as Metadata tells them ([`partition_view`]; Kafka sets no
+/// partition error here, only leader -1).
 fn describe_topic(
     image: &MetadataImage,
     topic: &TopicImage,
     start: i32,
     max: usize,
+    on_listener: &dyn Fn(&BrokerRegistration) -> bool,
 ) -> (DescribeTopicPartitionsResponseTopic, Option<i32>) {
-    let live = |id: &i32| image.brokers.get(id).is_some_and(|b| !b.fenced);
+    let rules = ViewRules {
+        filter_unavailable_replicas: false,
+        listener_not_found_error: true,
+    };
     let mut partitions = Vec::new();
     let mut next = None;
     for p in topic.partitions.range(start..).map(|(_, p)| p) {
@@ -111,15 +122,15 @@ fn describe_topic(
             break;
         }
         let ids = |v: &[i32]| v.iter().copied().map(BrokerId).collect::<Vec<_>>();
-        let offline: Vec<i32> = p.replicas.iter().filter(|r| !live(r)).copied().collect();
+        let view = partition_view(image, p, rules, on_listener);
         partitions.push(
             DescribeTopicPartitionsResponsePartition::default()
                 .with_partition_index(p.partition)
-                .with_leader_id(BrokerId(p.leader))
+                .with_leader_id(BrokerId(view.leader))
                 .with_leader_epoch(p.leader_epoch)
-                .with_replica_nodes(ids(&p.replicas))
-                .with_isr_nodes(ids(&p.isr))
-                .with_offline_replicas(ids(&offline))
+                .with_replica_nodes(ids(&view.replicas))
+                .with_isr_nodes(ids(&view.isr))
+                .with_offline_replicas(ids(&view.offline))
                 // Kafka always sends lists here (its 3.9 client dereferences them).
                 .with_eligible_leader_replicas(Some(Vec::new()))
                 .with_last_known_elr(Some(Vec::new())),
@@ -298,7 +309,12 @@ mod tests {
             (0, None, vec![t("a", 0, &[0])], Some(("a", 1))),
         ];
         for (limit, cursor, topics, next) in cases {
-            let got = summary(&describe(&image, &request(&[], *limit, *cursor), 2000));
+            let got = summary(&describe(
+                &image,
+                &request(&[], *limit, *cursor),
+                2000,
+                &|_| true,
+            ));
             let want_next = next.map(|(t, p)| (t.to_string(), p));
             assert_eq!(
                 got,
@@ -310,7 +326,7 @@ mod tests {
 
     #[test]
     fn the_broker_cap_bounds_the_clients_limit() {
-        let got = summary(&describe(&image(), &request(&[], 2000, None), 1));
+        let got = summary(&describe(&image(), &request(&[], 2000, None), 1, &|_| true));
         assert_eq!(got, (vec![t("a", 0, &[0])], Some(("a".into(), 1))));
     }
 
@@ -320,6 +336,7 @@ mod tests {
             &image(),
             &request(&["b", "zz", "a", "bad/name"], 2000, None),
             2000,
+            &|_| true,
         ));
         assert_eq!(
             got.0,
@@ -339,6 +356,7 @@ mod tests {
                 &image(),
                 &request(&topics, 10, Some(cursor)),
                 2000,
+                &|_| true,
             ));
             assert_eq!(
                 got.0,
@@ -350,12 +368,32 @@ mod tests {
 
     #[test]
     fn a_fenced_replica_is_offline_and_elr_lists_are_empty_not_null() {
-        let r = describe(&image(), &request(&["a"], 1, None), 2000);
+        let r = describe(&image(), &request(&["a"], 1, None), 2000, &|_| true);
         let p = &r.topics[0].partitions[0];
         assert_eq!(p.eligible_leader_replicas, Some(vec![]));
         assert_eq!(p.last_known_elr, Some(vec![]));
         assert_eq!(p.offline_replicas, vec![BrokerId(2)]);
         assert_eq!(p.isr_nodes, vec![BrokerId(1)]);
         assert_eq!(r.topics[0].topic_id, Uuid::from_u128(100));
+    }
+
+    /// Known case 7 (docs/faults.md): a leader the response cannot name among live brokers
+    /// with an endpoint on the client's listener is leader -1, never the fenced id.
+    #[test]
+    fn a_fenced_or_off_listener_leader_is_no_leader() {
+        let mut image = image();
+        if let Some(b) = image.brokers.get_mut(&1) {
+            b.fenced = true;
+        }
+        let r = describe(&image, &request(&["a"], 1, None), 2000, &|_| true);
+        let p = &r.topics[0].partitions[0];
+        assert_eq!(p.leader_id, BrokerId(-1));
+        assert_eq!(p.leader_epoch, 0);
+        assert_eq!(p.offline_replicas, vec![BrokerId(1), BrokerId(2)]);
+        assert_eq!(p.replica_nodes, vec![BrokerId(1), BrokerId(2)]);
+        let r = describe(&self::image(), &request(&["a"], 1, None), 2000, &|b| {
+            b.id != 1
+        });
+        assert_eq!(r.topics[0].partitions[0].leader_id, BrokerId(-1));
     }
 }

@@ -12,8 +12,11 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
-use runnel_metadata::{validate_topic_name, CreateTopicRequest, MetadataImage, TopicImage};
+use runnel_metadata::{
+    validate_topic_name, BrokerRegistration, CreateTopicRequest, MetadataImage, TopicImage,
+};
 
+use super::partition_view::{partition_view, ViewRules};
 use super::{str_bytes, topic_name};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
@@ -55,7 +58,10 @@ pub async fn handle(
         .filter(|t| t.name.is_none() && !t.topic_id.is_nil())
         .map(|t| t.topic_id)
         .collect();
-    let mut topics = requested_topics(&image, requested.as_deref());
+    let on_listener = |b: &BrokerRegistration| broker.endpoint_of(b, &ctx.listener).is_some();
+    let rules = ViewRules::metadata(version);
+    let describe = |t: &TopicImage| describe_topic(&image, t, rules, &on_listener);
+    let mut topics = requested_topics(&image, requested.as_deref(), &describe);
     // Kafka reports operations for every topic asked by name (also unknown ones: no
     // authorizer hides them) and for topics found by id, not for unknown ids.
     let topic_operations =
@@ -65,7 +71,7 @@ pub async fn handle(
     }
     for id in by_id {
         topics.push(match image.topic_by_id(&id) {
-            Some(t) => describe_topic(&image, t).with_topic_authorized_operations(topic_operations),
+            Some(t) => describe(t).with_topic_authorized_operations(topic_operations),
             None => MetadataResponseTopic::default()
                 .with_error_code(code::UNKNOWN_TOPIC_ID)
                 .with_topic_id(id),
@@ -78,13 +84,7 @@ pub async fn handle(
         .with_cluster_authorized_operations(authorized_operations::cluster_operations(
             request.include_cluster_authorized_operations,
         ))
-        .with_topics(hide_leaders_off_listener(
-            topics,
-            &image,
-            broker,
-            &ctx.listener,
-            version,
-        ));
+        .with_topics(topics);
     let response = authz::restrict(
         broker,
         ctx,
@@ -101,18 +101,15 @@ pub async fn handle(
 fn requested_topics(
     image: &MetadataImage,
     requested: Option<&[String]>,
+    describe: &dyn Fn(&TopicImage) -> MetadataResponseTopic,
 ) -> Vec<MetadataResponseTopic> {
     let Some(names) = requested else {
-        return image
-            .topics
-            .values()
-            .map(|t| describe_topic(image, t))
-            .collect();
+        return image.topics.values().map(|t| describe(t)).collect();
     };
     names
         .iter()
         .map(|name| match image.topic(name) {
-            Some(t) => describe_topic(image, t),
+            Some(t) => describe(t),
             None => {
                 let error = if validate_topic_name(name).is_err() {
                     code::INVALID_TOPIC_EXCEPTION
@@ -214,60 +211,28 @@ pub fn brokers(image: &MetadataImage, me: &Broker, listener: &str) -> Vec<Metada
         .collect()
 }
 
-/// A partition whose live leader has no endpoint on the client's listener has no leader for
-/// that client: leader -1 with LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before), as
-/// Kafka's `KRaftMetadataCache.getPartitionMetadata`.
-fn hide_leaders_off_listener(
-    mut topics: Vec<MetadataResponseTopic>,
+/// A topic as this client may see it: every partition through
+/// [`partition_view`] (a leader named is one of the listed brokers).
+fn describe_topic(
     image: &MetadataImage,
-    me: &Broker,
-    listener: &str,
-    version: i16,
-) -> Vec<MetadataResponseTopic> {
-    let error = if version >= 6 {
-        code::LISTENER_NOT_FOUND
-    } else {
-        code::LEADER_NOT_AVAILABLE
-    };
-    for p in topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
-        let off_listener = image
-            .brokers
-            .get(&p.leader_id.0)
-            .is_some_and(|b| !b.fenced && me.endpoint_of(b, listener).is_none());
-        if off_listener {
-            p.leader_id = BrokerId(-1);
-            p.error_code = error;
-        }
-    }
-    topics
-}
-
-fn describe_topic(image: &MetadataImage, topic: &TopicImage) -> MetadataResponseTopic {
-    let live = |id: &i32| image.brokers.get(id).is_some_and(|b| !b.fenced);
+    topic: &TopicImage,
+    rules: ViewRules,
+    on_listener: &dyn Fn(&BrokerRegistration) -> bool,
+) -> MetadataResponseTopic {
+    let ids = |v: &[i32]| v.iter().copied().map(BrokerId).collect::<Vec<_>>();
     let partitions = topic
         .partitions
         .values()
         .map(|p| {
-            let error = if p.leader < 0 {
-                code::LEADER_NOT_AVAILABLE
-            } else {
-                code::NONE
-            };
+            let view = partition_view(image, p, rules, on_listener);
             MetadataResponsePartition::default()
-                .with_error_code(error)
+                .with_error_code(view.error)
                 .with_partition_index(p.partition)
-                .with_leader_id(BrokerId(p.leader))
+                .with_leader_id(BrokerId(view.leader))
                 .with_leader_epoch(p.leader_epoch)
-                .with_replica_nodes(p.replicas.iter().copied().map(BrokerId).collect())
-                .with_isr_nodes(p.isr.iter().copied().map(BrokerId).collect())
-                .with_offline_replicas(
-                    p.replicas
-                        .iter()
-                        .filter(|r| !live(r))
-                        .copied()
-                        .map(BrokerId)
-                        .collect(),
-                )
+                .with_replica_nodes(ids(&view.replicas))
+                .with_isr_nodes(ids(&view.isr))
+                .with_offline_replicas(ids(&view.offline))
         })
         .collect();
     MetadataResponseTopic::default()
@@ -275,4 +240,74 @@ fn describe_topic(image: &MetadataImage, topic: &TopicImage) -> MetadataResponse
         .with_topic_id(topic.id)
         .with_is_internal(topic.name.starts_with("__"))
         .with_partitions(partitions)
+}
+
+#[cfg(test)]
+mod tests {
+    use runnel_metadata::MetadataRecord;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::errors::code;
+
+    /// Brokers 1 (live) and 2 (fenced); topic "t" with one partition led by `leader`.
+    fn cluster(leader: i32) -> (MetadataImage, Arc<TopicImage>) {
+        let mut records = vec![];
+        for (id, fenced) in [(1, false), (2, true)] {
+            records.push(MetadataRecord::RegisterBroker {
+                broker_id: id,
+                incarnation_id: Uuid::from_u128(id as u128),
+                broker_epoch: 1,
+                host: "localhost".into(),
+                port: 9092,
+                rack: None,
+                fenced,
+                endpoints: Vec::new(),
+            });
+        }
+        let topic_id = Uuid::from_u128(7);
+        records.push(MetadataRecord::Topic {
+            name: "t".into(),
+            topic_id,
+        });
+        records.push(MetadataRecord::Partition {
+            topic_id,
+            partition_id: 0,
+            replicas: vec![2, 1],
+            isr: vec![2, 1],
+            leader,
+            leader_epoch: 4,
+            partition_epoch: 0,
+            adding_replicas: vec![],
+            removing_replicas: vec![],
+        });
+        let numbered: Vec<(i64, MetadataRecord)> = records
+            .into_iter()
+            .enumerate()
+            .map(|(o, r)| (o as i64, r))
+            .collect();
+        let image = MetadataImage::empty("c".into())
+            .apply(&numbered)
+            .expect("valid records");
+        let topic = image.topic("t").cloned().expect("topic t");
+        (image, topic)
+    }
+
+    /// Known case 7 (docs/faults.md): the fenced leader 2 is not among the live brokers a
+    /// Metadata response lists, so the partition has no leader for the client.
+    #[test]
+    fn a_fenced_leader_is_reported_as_no_leader() {
+        let (image, topic) = cluster(2);
+        let t = describe_topic(&image, &topic, ViewRules::metadata(12), &|_| true);
+        let p = &t.partitions[0];
+        assert_eq!(p.leader_id, BrokerId(-1));
+        assert_eq!(p.error_code, code::LEADER_NOT_AVAILABLE);
+        assert_eq!(p.leader_epoch, 4);
+        assert_eq!(p.replica_nodes, vec![BrokerId(2), BrokerId(1)]);
+        assert_eq!(p.offline_replicas, vec![BrokerId(2)]);
+        let (image, topic) = cluster(1);
+        let t = describe_topic(&image, &topic, ViewRules::metadata(12), &|_| true);
+        assert_eq!(t.partitions[0].leader_id, BrokerId(1));
+        assert_eq!(t.partitions[0].error_code, code::NONE);
+    }
 }

@@ -32,6 +32,7 @@ pub mod list_transactions;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod offset_topic_ids;
+pub mod partition_view;
 pub mod produce;
 pub mod reassignments;
 pub mod runnel_describe;

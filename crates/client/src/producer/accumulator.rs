@@ -217,6 +217,26 @@ impl Accumulator {
         ready.insert(at, batch);
     }
 
+    /// Whether a batch of the partition with a lower sequence than `seq` waits in its queue
+    /// (a retry). A batch drained before that retry was requeued must not overtake it: the
+    /// broker remembers a producer's last five batches only, so the retry of a batch already
+    /// in the log, arriving behind a later one, is no longer a duplicate but a gap
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER until retries run out; Kafka's sender drains a retry
+    /// before anything after it, `RecordAccumulator.shouldStopDrainBatchesForPartition`).
+    pub fn retry_waits_before(&self, topic: &str, partition: i32, seq: i32) -> bool {
+        let Ok(idx) = usize::try_from(partition) else {
+            return false;
+        };
+        self.topics
+            .get(topic)
+            .and_then(|queues| queues.get(idx))
+            .is_some_and(|q| {
+                q.ready
+                    .iter()
+                    .any(|b| b.base_sequence.is_some_and(|s| s < seq))
+            })
+    }
+
     /// Whether any batch is waiting (open or ready).
     #[cfg(test)]
     pub fn has_waiting(&self) -> bool {
@@ -317,6 +337,28 @@ mod tests {
             order.push(b.base_sequence);
         }
         assert_eq!(order, vec![Some(0), Some(1), Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn a_later_batch_sees_an_earlier_retry_waiting() {
+        let mut acc = Accumulator::default();
+        let now = Instant::now();
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            acc.append("t", 0, rec(), 10, 10, now);
+            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true);
+            sent.push(out.remove(0));
+        }
+        assert!(!acc.retry_waits_before("t", 0, 1));
+        let second = sent.remove(1);
+        acc.requeue(sent.remove(0));
+        assert!(acc.retry_waits_before("t", 0, 1));
+        assert!(!acc.retry_waits_before("t", 0, 0));
+        assert!(!acc.retry_waits_before("t", 1, 1));
+        assert!(!acc.retry_waits_before("u", 0, 1));
+        acc.requeue(second);
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true);
+        assert_eq!(out[0].base_sequence, Some(0));
     }
 
     #[test]

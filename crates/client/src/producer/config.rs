@@ -24,6 +24,10 @@ pub struct ProducerConfig {
     pub retries: u32,
     /// `request.timeout.ms`: the Produce timeout (sent to the broker) and round-trip limit.
     pub request_timeout: Duration,
+    /// `delivery.timeout.ms`: how long after its creation a batch may wait for a leader and
+    /// be retried before it fails (Kafka's bound on retries, and the only bound on waiting
+    /// for metadata, which counts no attempt).
+    pub delivery_timeout: Duration,
     /// `retry.backoff.ms`.
     pub retry_backoff: Duration,
     /// `buffer.memory`: bytes of records buffered before `send` waits.
@@ -47,6 +51,7 @@ impl Default for ProducerConfig {
             compression: Compression::None,
             retries: 10,
             request_timeout: Duration::from_secs(30),
+            delivery_timeout: Duration::from_secs(120),
             retry_backoff: Duration::from_millis(100),
             buffer_memory: 32 * 1024 * 1024,
             max_in_flight: 5,
@@ -92,6 +97,9 @@ impl ProducerConfig {
             }
             "request.timeout.ms" => {
                 self.request_timeout = Duration::from_millis(parse_num(key, value)?)
+            }
+            "delivery.timeout.ms" => {
+                self.delivery_timeout = Duration::from_millis(parse_num(key, value)?)
             }
             "retry.backoff.ms" => {
                 self.retry_backoff = Duration::from_millis(parse_num(key, value)?)
@@ -148,6 +156,7 @@ mod tests {
             ("compression.type", "zstd"),
             ("bootstrap.servers", "x:1"),
             ("enable.idempotence", "true"),
+            ("delivery.timeout.ms", "9000"),
         ])
         .unwrap();
         assert_eq!(c.acks, -1);
@@ -155,6 +164,7 @@ mod tests {
         assert_eq!(c.batch_size, 65536);
         assert_eq!(c.compression, Compression::Zstd);
         assert!(c.idempotence);
+        assert_eq!(c.delivery_timeout, Duration::from_secs(9));
         assert_eq!(ignored, vec!["bootstrap.servers".to_string()]);
     }
 

@@ -12,6 +12,8 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
+// BROKER_NOT_AVAILABLE: a broker named by stale metadata (not retriable in Kafka's table).
+use runnel_codes::BROKER_NOT_AVAILABLE;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::{Connection, ResponseSlot};
@@ -71,7 +73,7 @@ async fn dispatch(inner: &Arc<Inner>, ready: Vec<Batch>) {
     }
     if !leaderless.is_empty() {
         let err = ClientError::kafka(5, Some("no leader known for the partition".into()));
-        retry_or_fail(inner, leaderless, &err);
+        await_metadata(inner, leaderless, &err);
     }
     for (leader, batches) in by_leader {
         let mut request: Vec<Batch> = Vec::new();
@@ -111,6 +113,12 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     let Ok(permit) = slots.acquire_owned().await else {
         return;
     };
+    // While this request waited for its slot, an earlier batch of one of its partitions
+    // may have failed and been requeued (the slot is often the one its failure freed).
+    let batches = hold_behind_retries(inner, batches);
+    if batches.is_empty() {
+        return;
+    }
     let (written_tx, written_rx) = tokio::sync::oneshot::channel();
     let previous = inner
         .write_turns
@@ -131,6 +139,34 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     });
 }
 
+/// Puts back the idempotent batches that a requeued retry of their partition must precede
+/// (`Accumulator::retry_waits_before`), without counting an attempt; returns the others.
+fn hold_behind_retries(inner: &Arc<Inner>, batches: Vec<Batch>) -> Vec<Batch> {
+    if inner.identity.is_none() {
+        return batches;
+    }
+    let mut acc = inner.lock_accumulator();
+    let mut send = Vec::with_capacity(batches.len());
+    let mut held = false;
+    for batch in batches {
+        let behind = batch
+            .base_sequence
+            .is_some_and(|seq| acc.retry_waits_before(&batch.topic, batch.partition, seq));
+        if behind {
+            tracing::debug!(topic = %batch.topic, partition = batch.partition, "batch waits for an earlier retry");
+            acc.requeue(batch);
+            held = true;
+        } else {
+            send.push(batch);
+        }
+    }
+    drop(acc);
+    if held {
+        inner.wake.notify_one();
+    }
+    send
+}
+
 /// A Produce request on the wire, waiting for its response.
 struct Written {
     conn: Arc<Connection>,
@@ -148,6 +184,12 @@ async fn write_request(
 ) -> Option<Written> {
     let conn = match inner.client.broker_connection(leader).await {
         Ok(conn) => conn,
+        // Nothing was sent: the leader left the broker list (BROKER_NOT_AVAILABLE) or cannot
+        // be reached yet; wait for metadata as for an unknown leader.
+        Err(e) if e.is_retriable() || e.code() == Some(BROKER_NOT_AVAILABLE) => {
+            await_metadata(inner, batches, &e);
+            return None;
+        }
         Err(e) => {
             retry_or_fail(inner, batches, &e);
             return None;
@@ -311,20 +353,76 @@ async fn handle_response(inner: Arc<Inner>, written: Written, _permit: OwnedSema
     }
 }
 
-/// Requeues retriable failures (with backoff) while attempts remain; fails the rest.
-fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
-    let retriable = err.is_retriable() || (inner.identity.is_some() && err.code() == Some(45));
-    if err.needs_metadata_refresh() {
-        let client = inner.client.clone();
-        let topics: Vec<String> = batches.iter().map(|b| b.topic.to_string()).collect();
-        tokio::spawn(async move {
-            let _ = client.refresh_metadata(Some(&topics)).await;
-        });
+/// A batch whose leader is unknown, missing from the broker list or not reachable yet is no
+/// failure: as Kafka's `RecordAccumulator.ready` keeps such a batch and asks for metadata, it
+/// goes back to its queue with its sequence and without counting an attempt, until metadata
+/// names a reachable leader or `delivery.timeout.ms` since its creation runs out. (Failing
+/// it instead left a gap in the producer's sequences: every later batch of the partition
+/// was then OUT_OF_ORDER_SEQUENCE_NUMBER until retries ran out, known case 7 of
+/// docs/faults.md.)
+fn await_metadata(inner: &Arc<Inner>, batches: Vec<Batch>, why: &ClientError) {
+    let now = Instant::now();
+    let (expired, waiting): (Vec<Batch>, Vec<Batch>) = batches
+        .into_iter()
+        .partition(|b| delivery_expired(inner, b, now));
+    refresh_in_background(inner, &waiting);
+    let mut acc = inner.lock_accumulator();
+    for mut batch in waiting {
+        batch.retry_after = Some(now + inner.config.retry_backoff);
+        tracing::debug!(topic = %batch.topic, partition = batch.partition, reason = %why, "batch waits for metadata");
+        acc.requeue(batch);
     }
+    drop(acc);
+    inner.wake.notify_one();
+    for batch in expired {
+        let err = expiry(inner, why);
+        complete(inner, batch, Err(Arc::new(err)));
+    }
+}
+
+/// Whether `delivery.timeout.ms` has passed since the batch was created.
+fn delivery_expired(inner: &Inner, batch: &Batch, now: Instant) -> bool {
+    now.saturating_duration_since(batch.created) >= inner.config.delivery_timeout
+}
+
+fn expiry(inner: &Inner, last: &ClientError) -> ClientError {
+    ClientError::Timeout(
+        inner.config.delivery_timeout,
+        format!("delivery of the batch (delivery.timeout.ms; last error: {last})"),
+    )
+}
+
+/// Asks for the batches' topics' metadata without waiting for it.
+fn refresh_in_background(inner: &Inner, batches: &[Batch]) {
+    if batches.is_empty() {
+        return;
+    }
+    let client = inner.client.clone();
+    let mut topics: Vec<String> = batches.iter().map(|b| b.topic.to_string()).collect();
+    topics.dedup();
+    tokio::spawn(async move {
+        let _ = client.refresh_metadata(Some(&topics)).await;
+    });
+}
+
+/// Requeues retriable failures (with backoff) while attempts remain and
+/// `delivery.timeout.ms` has not run out; fails the rest. BROKER_NOT_AVAILABLE counts as
+/// retriable here (the metadata that named the broker is stale and is refreshed), and so
+/// does OUT_OF_ORDER_SEQUENCE_NUMBER for an idempotent producer.
+fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
+    let retriable = err.is_retriable()
+        || err.code() == Some(BROKER_NOT_AVAILABLE)
+        || (inner.identity.is_some() && err.code() == Some(45));
+    if err.needs_metadata_refresh() {
+        refresh_in_background(inner, &batches);
+    }
+    let now = Instant::now();
     let mut acc = inner.lock_accumulator();
     let mut failed = Vec::new();
     for mut batch in batches {
-        if retriable && batch.attempts < inner.config.retries {
+        if delivery_expired(inner, &batch, now) {
+            failed.push((batch, Some(expiry(inner, err))));
+        } else if retriable && batch.attempts < inner.config.retries {
             batch.attempts += 1;
             let backoff =
                 inner.config.retry_backoff * 2u32.saturating_pow(batch.attempts.min(5) - 1);
@@ -332,13 +430,14 @@ fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
             tracing::debug!(topic = %batch.topic, partition = batch.partition, attempt = batch.attempts, error = %err, "retrying batch");
             acc.requeue(batch);
         } else {
-            failed.push(batch);
+            failed.push((batch, None));
         }
     }
     drop(acc);
     inner.wake.notify_one();
-    for batch in failed {
-        complete(inner, batch, Err(Arc::new(duplicate(err))));
+    for (batch, expired) in failed {
+        let err = expired.unwrap_or_else(|| duplicate(err));
+        complete(inner, batch, Err(Arc::new(err)));
     }
 }
 

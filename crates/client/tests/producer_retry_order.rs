@@ -1,0 +1,238 @@
+//! Known case 8 (docs/faults.md): an idempotent producer's retry must not be overtaken by a
+//! later batch of its partition. The broker remembers a producer's last five batches; a
+//! retry of a batch already in the log is a duplicate (success) only while it is among
+//! them. The in-process fake broker (node 1, one partition) appends every batch in sequence
+//! and answers in request order, as Kafka; it fails the first attempt of sequence 0 with
+//! REQUEST_TIMED_OUT after appending it (a leader whose replication stalled), with four later
+//! batches in flight behind it, and waits for the client's next Produce before answering
+//! them. Before the fix that next Produce was sequence 5, already drained and waiting for an
+//! in-flight slot: it took the slot sequence 0's failure freed, pushed sequence 0 out of the
+//! five remembered batches, and every retry of sequence 0 was OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, BrokerId, InitProducerIdResponse, MetadataResponse,
+    ProduceRequest, ProduceResponse, ProducerId, RequestHeader, TopicName,
+};
+use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use runnel_client::{Client, ClientConfig, Producer, ProducerConfig, ProducerRecord};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const TOPIC: &str = "t";
+/// Kafka's leader keeps this many batches per producer for duplicate detection.
+const REMEMBERED: usize = 5;
+
+/// The partition's log as the leader sees it: (base sequence, offset) of the recent batches.
+#[derive(Default)]
+struct Leader {
+    recent: VecDeque<(i32, i64)>,
+    next_sequence: i32,
+    next_offset: i64,
+}
+
+impl Leader {
+    /// Kafka's sequence check for a one-record batch: a remembered one is a duplicate
+    /// (answered as success at its offset), the next one is appended, anything else is a
+    /// gap (45).
+    fn append(&mut self, seq: i32) -> (i16, i64) {
+        if let Some((_, offset)) = self.recent.iter().find(|(s, _)| *s == seq) {
+            return (0, *offset);
+        }
+        if seq != self.next_sequence {
+            return (45, -1);
+        }
+        let offset = self.next_offset;
+        self.recent.push_back((seq, offset));
+        if self.recent.len() > REMEMBERED {
+            self.recent.pop_front();
+        }
+        self.next_sequence += 1;
+        self.next_offset += 1;
+        (0, offset)
+    }
+}
+
+struct Frame {
+    header: RequestHeader,
+    body: Bytes,
+}
+
+async fn read_frame(s: &mut TcpStream) -> Option<Frame> {
+    let size = s.read_i32().await.ok()?;
+    let mut buf = vec![0u8; usize::try_from(size).ok()?];
+    s.read_exact(&mut buf).await.ok()?;
+    let mut body = Bytes::from(buf);
+    let header = decode_request_header_from_buffer(&mut body).ok()?;
+    Some(Frame { header, body })
+}
+
+async fn respond<T: Encodable>(s: &mut TcpStream, h: &RequestHeader, msg: &T) {
+    let key = ApiKey::try_from(h.request_api_key).expect("api key");
+    let mut body = BytesMut::new();
+    msg.encode(&mut body, h.request_api_version)
+        .expect("encode");
+    let flexible = key.response_header_version(h.request_api_version) >= 1;
+    let mut out = BytesMut::new();
+    out.put_i32(i32::try_from(4 + usize::from(flexible) + body.len()).expect("size"));
+    out.put_i32(h.correlation_id);
+    if flexible {
+        out.put_u8(0);
+    }
+    out.put_slice(&body);
+    let _ = s.write_all(&out).await;
+}
+
+fn api_versions() -> ApiVersionsResponse {
+    let api = |k: ApiKey, min, max| {
+        ApiVersion::default()
+            .with_api_key(k as i16)
+            .with_min_version(min)
+            .with_max_version(max)
+    };
+    ApiVersionsResponse::default().with_api_keys(vec![
+        api(ApiKey::ApiVersions, 0, 3),
+        api(ApiKey::Metadata, 1, 8),
+        api(ApiKey::Produce, 3, 8),
+        api(ApiKey::InitProducerId, 0, 1),
+    ])
+}
+
+fn metadata(port: u16) -> MetadataResponse {
+    let broker = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(1))
+        .with_host(StrBytes::from_static_str("127.0.0.1"))
+        .with_port(i32::from(port));
+    let partition = MetadataResponsePartition::default()
+        .with_partition_index(0)
+        .with_leader_id(BrokerId(1))
+        .with_replica_nodes(vec![BrokerId(1)])
+        .with_isr_nodes(vec![BrokerId(1)]);
+    MetadataResponse::default()
+        .with_brokers(vec![broker])
+        .with_controller_id(BrokerId(1))
+        .with_topics(vec![MetadataResponseTopic::default()
+            .with_name(Some(TopicName(StrBytes::from_static_str(TOPIC))))
+            .with_partitions(vec![partition])])
+}
+
+/// The base sequence of partition 0's one-record v2 batch (byte 53).
+fn sequence(req: &ProduceRequest) -> i32 {
+    let records = req.topic_data[0].partition_data[0]
+        .records
+        .clone()
+        .unwrap_or_default();
+    records.slice(53..57).get_i32()
+}
+
+fn produce_answer(code: i16, offset: i64) -> ProduceResponse {
+    let p = PartitionProduceResponse::default()
+        .with_index(0)
+        .with_error_code(code)
+        .with_base_offset(offset);
+    ProduceResponse::default().with_responses(vec![TopicProduceResponse::default()
+        .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+        .with_partition_responses(vec![p])])
+}
+
+/// One connection: requests are answered in order; sequence 0's first attempt is answered
+/// REQUEST_TIMED_OUT once four more Produce requests are in, and their answers wait for the
+/// next request (at most 5 s: the test fails rather than hangs).
+async fn connection(mut s: TcpStream, port: u16) {
+    let mut leader = Leader::default();
+    let mut owed: Vec<(RequestHeader, ProduceResponse)> = Vec::new();
+    let mut failed_first = false;
+    while let Some(Frame { header, mut body }) = read_frame(&mut s).await {
+        let v = header.request_api_version;
+        match ApiKey::try_from(header.request_api_key).expect("api key") {
+            ApiKey::ApiVersions => respond(&mut s, &header, &api_versions()).await,
+            ApiKey::Metadata => respond(&mut s, &header, &metadata(port)).await,
+            ApiKey::InitProducerId => {
+                let resp = InitProducerIdResponse::default().with_producer_id(ProducerId(7));
+                respond(&mut s, &header, &resp).await
+            }
+            ApiKey::Produce => {
+                let req = ProduceRequest::decode(&mut body, v).expect("produce");
+                let (code, offset) = leader.append(sequence(&req));
+                // Only the very first Produce (sequence 0) fails, after its append.
+                let answer = if failed_first || !owed.is_empty() {
+                    produce_answer(code, offset)
+                } else {
+                    produce_answer(7, -1)
+                };
+                owed.push((header, answer));
+                if failed_first {
+                    for (h, a) in owed.drain(..) {
+                        respond(&mut s, &h, &a).await;
+                    }
+                } else if owed.len() == 5 {
+                    failed_first = true;
+                    let (h, a) = owed.remove(0);
+                    respond(&mut s, &h, &a).await;
+                    let next = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut s));
+                    let Ok(Some(Frame { header, mut body })) = next.await else {
+                        return;
+                    };
+                    for (h, a) in owed.drain(..) {
+                        respond(&mut s, &h, &a).await;
+                    }
+                    let req = ProduceRequest::decode(&mut body, header.request_api_version)
+                        .expect("produce");
+                    let (code, offset) = leader.append(sequence(&req));
+                    respond(&mut s, &header, &produce_answer(code, offset)).await;
+                }
+            }
+            other => panic!("the fake broker does not answer {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_retry_is_not_overtaken_by_a_later_batch_of_its_partition() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(connection(s, port));
+        }
+    });
+    let client = Client::connect(ClientConfig::new(&format!("127.0.0.1:{port}")))
+        .await
+        .expect("connect");
+    let config = ProducerConfig {
+        idempotence: true,
+        linger: Duration::ZERO,
+        // One record per batch, so each batch is a request of its own.
+        batch_size: 1,
+        retries: 3,
+        retry_backoff: Duration::from_millis(10),
+        ..ProducerConfig::default()
+    };
+    let producer = Producer::new(client, config).await.expect("producer");
+    let mut deliveries = Vec::new();
+    for i in 0..8 {
+        let record = ProducerRecord {
+            partition: Some(0),
+            ..ProducerRecord::new(TOPIC, Bytes::from(format!("v{i}")))
+        };
+        deliveries.push(producer.send(record).await.expect("queued"));
+    }
+    let mut offsets = Vec::new();
+    for d in deliveries {
+        let outcome = tokio::time::timeout(Duration::from_secs(20), d.wait())
+            .await
+            .expect("an outcome within 20 s");
+        offsets.push(outcome.map(|m| m.offset).map_err(|e| e.to_string()));
+    }
+    // Before the fix: the first record failed with OUT_OF_ORDER_SEQUENCE_NUMBER.
+    let want: Vec<Result<i64, String>> = (0..8).map(Ok).collect();
+    assert_eq!(offsets, want);
+}
