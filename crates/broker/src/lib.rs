@@ -7,11 +7,7 @@ pub mod clock;
 pub mod config;
 pub mod consumer_group_settings;
 pub mod context;
-pub mod controller_client;
-pub mod controller_quorum;
-pub mod controller_rpc;
-pub mod controller_security;
-pub mod controller_shell;
+pub mod controller;
 pub mod coordinator_task;
 pub mod disk_space;
 pub mod dispatch;
@@ -40,6 +36,13 @@ pub mod txn_verify;
 
 /// The replica modules at the crate paths callers have always used.
 pub use replica::{fetcher as replica_fetcher, isr, manager as replica_manager, partition};
+
+/// The controller modules at the crate paths callers used before `controller/` (kept so
+/// branches written against them still build).
+pub use controller::{
+    client as controller_client, quorum as controller_quorum, rpc as controller_rpc,
+    security as controller_security, shell as controller_shell,
+};
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]

@@ -33,8 +33,8 @@ use uuid::Uuid;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::context::{Broker, BrokerParts};
-use crate::controller_client::ControllerClient;
-use crate::controller_shell::{Backend, ControllerShell};
+use crate::controller::client::ControllerClient;
+use crate::controller::shell::{Backend, ControllerShell};
 use crate::log_dir_failure::LogDirFailure;
 use crate::partition::log_config;
 use crate::publisher::{follow, Publisher};
@@ -477,7 +477,7 @@ async fn start_metadata(
             None => shell,
         }
         .spawn();
-        quorum.set_app_handler(crate::controller_rpc::app_handler(
+        quorum.set_app_handler(crate::controller::rpc::app_handler(
             handle.clone(),
             Arc::downgrade(&quorum),
         ));
