@@ -21,6 +21,7 @@ pub mod log_dir_failure;
 pub mod meta_properties;
 pub mod metadata_import;
 pub mod metadata_log;
+pub mod node;
 pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
@@ -29,13 +30,15 @@ pub mod quota;
 pub mod replica;
 pub mod scram_bootstrap;
 pub mod server;
-pub mod startup;
 pub mod txn_manager;
 pub mod txn_markers;
 pub mod txn_verify;
 
 /// The replica modules at the crate paths callers have always used.
 pub use replica::{fetcher as replica_fetcher, isr, manager as replica_manager, partition};
+
+/// The node's start-up and shutdown at the path callers have always used.
+pub use node as startup;
 
 /// The controller modules at the crate paths callers used before `controller/` (kept so
 /// branches written against them still build).
