@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::context::Broker;
-use crate::node::base64_url;
+use crate::startup::base64_url;
 
 pub const API_KEY: i16 = 32000;
 
