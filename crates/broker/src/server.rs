@@ -226,46 +226,60 @@ async fn connection(
     let shared = &slot.shared;
     let identity = ConnectionIdentity::anonymous(peer, shared.listener.name.clone());
     let work = async {
-        let Some(acceptor) = &shared.listener.tls else {
-            return serve_connection(stream, identity, shared).await;
-        };
-        // The handshake counts as idle time: a client that never finishes it is closed too.
-        let listener_tls = acceptor.current();
-        let accepted = within(shared.idle_timeout, async {
-            listener_tls
-                .acceptor
-                .accept(stream)
-                .await
-                .map_err(Closed::Tls)
-        })
-        .await;
-        match accepted {
-            Ok(tls) => {
-                let mut identity = identity;
-                // SSL: the certificate names the principal; SASL_SSL: SASL will.
-                if shared.listener.sasl.is_none() {
-                    match listener_tls.certificate_principal(&tls) {
-                        Ok(name) => {
-                            AUTH_STATS.succeeded();
-                            if let Some(name) = name {
-                                identity.principal = KafkaPrincipal::user(name);
-                            }
-                        }
-                        Err(reason) => {
-                            AUTH_STATS.failed(&shared.listener.name, peer, None, &reason);
-                            return Closed::Authentication { reason, user: None };
-                        }
-                    }
-                }
-                serve_connection(tls, identity, shared).await
-            }
-            Err(closed) => closed,
+        match &shared.listener.tls {
+            Some(acceptor) => serve_tls(stream, acceptor, identity, shared).await,
+            None => serve_connection(stream, identity, shared).await,
         }
     };
     let ended = tokio::select! {
         ended = work => ended,
         _ = shutdown.changed() => Closed::Shutdown,
     };
+    log_closed(&ended, peer, shared);
+}
+
+/// The TLS handshake, then the connection. The handshake counts as idle time: a client that
+/// never finishes it is closed too.
+async fn serve_tls(
+    stream: TcpStream,
+    acceptor: &tls::ReloadingAcceptor,
+    mut identity: ConnectionIdentity,
+    shared: &Shared,
+) -> Closed {
+    let peer = identity.peer;
+    let listener_tls = acceptor.current();
+    let accepted = within(shared.idle_timeout, async {
+        listener_tls
+            .acceptor
+            .accept(stream)
+            .await
+            .map_err(Closed::Tls)
+    })
+    .await;
+    let tls = match accepted {
+        Ok(tls) => tls,
+        Err(closed) => return closed,
+    };
+    // SSL: the certificate names the principal; SASL_SSL: SASL will.
+    if shared.listener.sasl.is_none() {
+        match listener_tls.certificate_principal(&tls) {
+            Ok(name) => {
+                AUTH_STATS.succeeded();
+                if let Some(name) = name {
+                    identity.principal = KafkaPrincipal::user(name);
+                }
+            }
+            Err(reason) => {
+                AUTH_STATS.failed(&shared.listener.name, peer, None, &reason);
+                return Closed::Authentication { reason, user: None };
+            }
+        }
+    }
+    serve_connection(tls, identity, shared).await
+}
+
+/// Logs (or counts) why a connection ended, at the level its cause deserves.
+fn log_closed(ended: &Closed, peer: SocketAddr, shared: &Shared) {
     match ended {
         Closed::Eof | Closed::Shutdown => {}
         Closed::Idle | Closed::Write(_) | Closed::Frame(frame::FrameError::Truncated { .. }) => {

@@ -6,10 +6,33 @@ use std::time::Duration;
 
 use runnel_metadata::MetadataImage;
 use runnel_raft::{Committed, MetadataQuorum};
+use tokio::sync::{oneshot, watch};
 
 use crate::controller::client::ControllerClient;
 use crate::publisher::{follow, Publisher};
 use crate::replica_manager::ReplicaManager;
+
+/// Publishes `image` (the empty image a start begins with) and spawns the follower over
+/// `quorum`. Returns the image's receiver and where to send the leader's committed offset
+/// once it is learned.
+pub(super) fn spawn_follower(
+    quorum: &Arc<MetadataQuorum>,
+    replicas: &Arc<ReplicaManager>,
+    image: &Arc<MetadataImage>,
+) -> (watch::Receiver<Arc<MetadataImage>>, oneshot::Sender<i64>) {
+    let (image_tx, image_rx) = watch::channel(image.clone());
+    let publisher = Publisher::new(replicas.clone(), image_tx);
+    publisher.publish(image.clone());
+    let (committed_tx, committed_rx) = oneshot::channel();
+    tokio::spawn(follow_quorum(
+        quorum.clone(),
+        publisher,
+        replicas.clone(),
+        image.clone(),
+        committed_rx,
+    ));
+    (image_rx, committed_tx)
+}
 
 /// Applies every committed metadata batch (or snapshot) to the image and publishes it: the
 /// same on controllers and plain brokers, so all of them converge on one image.
@@ -19,12 +42,12 @@ use crate::replica_manager::ReplicaManager;
 /// started (`leader_committed`, see [`learn_leader_committed`]), never at its own: after a
 /// restart or a wiped metadata directory the local log may hold much less than the quorum
 /// committed, and a partial image would make real partitions look like strays.
-pub(super) async fn follow_quorum(
+async fn follow_quorum(
     quorum: Arc<MetadataQuorum>,
     publisher: Publisher,
     replicas: Arc<ReplicaManager>,
     mut image: Arc<MetadataImage>,
-    mut leader_committed: tokio::sync::oneshot::Receiver<i64>,
+    mut leader_committed: oneshot::Receiver<i64>,
 ) {
     let mut target: Option<i64> = None;
     let mut waiting_for_target = true;
@@ -70,10 +93,7 @@ pub(super) async fn follow_quorum(
 /// Asks the active controller (the quorum leader) for its committed metadata offset until it
 /// gives one that covers everything committed before its term (see
 /// `QuorumStatus::leader_applied_own_term`): the offset this node must reach to be caught up.
-pub(super) async fn learn_leader_committed(
-    client: ControllerClient,
-    tx: tokio::sync::oneshot::Sender<i64>,
-) {
+pub(super) async fn learn_leader_committed(client: ControllerClient, tx: oneshot::Sender<i64>) {
     loop {
         match client.quorum_status().await {
             Ok(Some(status)) if status.leader_applied_own_term => {

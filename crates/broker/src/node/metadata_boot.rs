@@ -15,24 +15,42 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::cluster_id::cluster_id;
-use super::follow::{follow_quorum, learn_leader_committed};
+use super::follow::{learn_leader_committed, spawn_follower};
 use super::registration::join_cluster;
+use super::settings::NodeSettings;
 use crate::config::{BrokerConfig, ClusterConfig};
 use crate::controller::client::ControllerClient;
 use crate::controller::shell::{Backend, ControllerHandle, ControllerShell};
 use crate::metadata_import::PendingImport;
-use crate::publisher::Publisher;
 use crate::replica_manager::ReplicaManager;
 use crate::BrokerError;
 
 /// What the metadata start needs besides the configuration.
 pub(super) struct MetadataBoot {
-    pub file_log: Option<PendingImport>,
-    pub replicas: Arc<ReplicaManager>,
-    pub controller_config: ControllerConfig,
-    pub leader_rebalance: Option<(Duration, u32)>,
-    pub session_timeout: Duration,
-    pub registration: RegisterBroker,
+    file_log: Option<PendingImport>,
+    replicas: Arc<ReplicaManager>,
+    controller_config: ControllerConfig,
+    leader_rebalance: Option<(Duration, u32)>,
+    session_timeout: Duration,
+    registration: RegisterBroker,
+}
+
+impl MetadataBoot {
+    pub fn new(
+        file_log: Option<PendingImport>,
+        replicas: &Arc<ReplicaManager>,
+        settings: &NodeSettings,
+        registration: RegisterBroker,
+    ) -> Self {
+        MetadataBoot {
+            file_log,
+            replicas: replicas.clone(),
+            controller_config: settings.controller.clone(),
+            leader_rebalance: settings.leader_rebalance,
+            session_timeout: settings.session_timeout,
+            registration,
+        }
+    }
 }
 
 /// What the rest of start-up gets from the metadata side.
@@ -60,17 +78,7 @@ pub(super) async fn start_metadata(
         file_log.import(&quorum).await?;
     }
     let image = Arc::new(MetadataImage::empty(cluster_id.clone()));
-    let (image_tx, image_rx) = watch::channel(image.clone());
-    let publisher = Publisher::new(boot.replicas.clone(), image_tx);
-    publisher.publish(image.clone());
-    let (committed_tx, committed_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(follow_quorum(
-        quorum.clone(),
-        publisher,
-        boot.replicas.clone(),
-        image.clone(),
-        committed_rx,
-    ));
+    let (image_rx, committed_tx) = spawn_follower(&quorum, &boot.replicas, &image);
     let local = cluster.controller.then(|| {
         let controller = LocalController {
             config: boot.controller_config,

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use crate::config::BrokerConfig;
 use crate::context::{Broker, BrokerParts};
 use crate::BrokerError;
-use metadata_boot::{MetadataBoot, MetadataStarted};
+use metadata_boot::MetadataBoot;
 use settings::NodeSettings;
 
 pub use cluster_id::base64_url;
@@ -62,40 +62,25 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     let settings = NodeSettings::from_config(&config, &defaults);
     let storage = storage::open(&config, &defaults, settings.replica_lag_time_max_ms)?;
     let listeners = listeners::bind(&config).await?;
-    let boot = MetadataBoot {
-        file_log: storage.file_log,
-        replicas: storage.replicas.clone(),
-        controller_config: settings.controller.clone(),
-        leader_rebalance: settings.leader_rebalance,
-        session_timeout: settings.session_timeout,
-        registration: listeners.registration(&config),
-    };
+    let registration = listeners.registration(&config);
+    let boot = MetadataBoot::new(storage.file_log, &storage.replicas, &settings, registration);
     let metadata = metadata_boot::start_metadata(&config, boot).await?;
-    let MetadataStarted {
-        cluster_id,
-        image,
-        controller,
-        quorum,
-        heartbeats,
-    } = metadata;
-    let node_id = config.node_id;
-    tokio::spawn(background::follow_dynamic_configs(
-        config.dynamic.clone(),
-        node_id,
-        image.clone(),
-    ));
+    let (node_id, image) = (config.node_id, metadata.image);
+    let dynamic =
+        background::follow_dynamic_configs(config.dynamic.clone(), node_id, image.clone());
+    tokio::spawn(dynamic);
     let replicas = storage.replicas;
     let coordinators = coordinators::spawn(&config, &settings, &defaults, &replicas, &image)?;
     let (listen_addr, addresses) = (listeners.listen_addr, listeners.addresses());
     let advertised_listeners = listeners.advertised.clone();
     let ready = listeners.with_runtimes(&config, &image)?;
-    let quorum = Some(quorum);
+    let quorum = Some(metadata.quorum);
     let broker = Arc::new(Broker::new(BrokerParts {
         config,
         advertised_listeners,
-        cluster_id,
+        cluster_id: metadata.cluster_id,
         image,
-        controller,
+        controller: metadata.controller,
         replicas,
         groups: coordinators.groups,
         txns: coordinators.txns,
@@ -113,7 +98,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
         shutdown,
         server,
         quorum,
-        heartbeats,
+        heartbeats: metadata.heartbeats,
         log_dir_failure,
     })
 }
