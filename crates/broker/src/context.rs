@@ -8,7 +8,7 @@ use runnel_metadata::{BrokerDefaults, MetadataImage};
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
-use crate::controller_client::ControllerClient;
+use crate::controller::client::ControllerClient;
 use crate::group_manager::GroupHandle;
 use crate::principal::KafkaPrincipal;
 use crate::replica_manager::ReplicaManager;

@@ -7,11 +7,7 @@ pub mod clock;
 pub mod config;
 pub mod consumer_group_settings;
 pub mod context;
-pub mod controller_client;
-pub mod controller_quorum;
-pub mod controller_rpc;
-pub mod controller_security;
-pub mod controller_shell;
+pub mod controller;
 pub mod coordinator_task;
 pub mod disk_space;
 pub mod dispatch;
@@ -25,6 +21,7 @@ pub mod log_dir_failure;
 pub mod meta_properties;
 pub mod metadata_import;
 pub mod metadata_log;
+pub mod node;
 pub mod principal;
 pub mod producer_expiry;
 pub mod producer_state;
@@ -33,13 +30,22 @@ pub mod quota;
 pub mod replica;
 pub mod scram_bootstrap;
 pub mod server;
-pub mod startup;
 pub mod txn_manager;
 pub mod txn_markers;
 pub mod txn_verify;
 
 /// The replica modules at the crate paths callers have always used.
 pub use replica::{fetcher as replica_fetcher, isr, manager as replica_manager, partition};
+
+/// The node's start-up and shutdown at the path callers have always used.
+pub use node as startup;
+
+/// The controller modules at the crate paths callers used before `controller/` (kept so
+/// branches written against them still build).
+pub use controller::{
+    client as controller_client, quorum as controller_quorum, rpc as controller_rpc,
+    security as controller_security, shell as controller_shell,
+};
 
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]

@@ -262,7 +262,7 @@ impl BrokerConfig {
             .dialing_security(name, protocol, "sasl.mechanism.controller.protocol")
             .map_err(context)?;
         tracing::info!("controller listener {name}: {}", protocol.name());
-        Ok(Arc::new(crate::controller_security::ControllerSecurity {
+        Ok(Arc::new(crate::controller::security::ControllerSecurity {
             listener: name.to_string(),
             protocol: protocol.name(),
             tls,

@@ -22,6 +22,7 @@ pub mod listeners;
 pub mod memory;
 mod pipeline;
 pub mod principal_mapping;
+mod requests;
 pub mod sasl;
 pub mod tls;
 
@@ -30,18 +31,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::context::Broker;
-use crate::dispatch::{dispatch_pipelined, dispatch_throttled, DispatchError, Dispatched};
 use crate::principal::{ConnectionIdentity, KafkaPrincipal};
 use auth_failures::AUTH_STATS;
-use authenticate::{pre_auth, PreAuth, Then};
-use frame::{read_frame, Frame};
 use limits::{ConnectionCounts, PerIpLimits, ServerLimits};
 use memory::RequestMemory;
+use requests::read_requests;
 
 /// Read-ahead buffer per connection: small, since a large body bypasses it (memory for bodies
 /// comes from the pool) and thousands of idle connections each keep one.
@@ -79,6 +78,30 @@ struct Slot {
     _total: OwnedSemaphorePermit,
 }
 
+impl Shared {
+    /// The listener's state; its limits are logged once.
+    fn new(broker: Arc<Broker>, listener: Arc<ListenerRuntime>, limits: ServerLimits) -> Self {
+        let memory = RequestMemory::new(limits.request_memory);
+        tracing::info!(
+            listener = %listener.name,
+            max_connections = limits.max_connections,
+            request_memory = memory.capacity_bytes(),
+            idle_timeout_ms = limits.idle_timeout.map(|d| d.as_millis() as u64),
+            "listener limits"
+        );
+        Shared {
+            broker,
+            listener,
+            idle_timeout: limits.idle_timeout,
+            max_request_bytes: limits.max_request_bytes,
+            memory,
+            counts: Mutex::new(ConnectionCounts::default()),
+            per_ip: limits.per_ip,
+            failed_auth_delay: limits.failed_auth_delay,
+        }
+    }
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         self.shared.counts.lock().close(self.ip);
@@ -103,23 +126,7 @@ pub async fn serve(
     let total = Arc::new(Semaphore::new(
         limits.max_connections.min(Semaphore::MAX_PERMITS),
     ));
-    let shared = Arc::new(Shared {
-        broker,
-        listener: runtime,
-        idle_timeout: limits.idle_timeout,
-        max_request_bytes: limits.max_request_bytes,
-        memory: RequestMemory::new(limits.request_memory),
-        counts: Mutex::new(ConnectionCounts::default()),
-        per_ip: limits.per_ip,
-        failed_auth_delay: limits.failed_auth_delay,
-    });
-    tracing::info!(
-        listener = %shared.listener.name,
-        max_connections = limits.max_connections,
-        request_memory = shared.memory.capacity_bytes(),
-        idle_timeout_ms = limits.idle_timeout.map(|d| d.as_millis() as u64),
-        "listener limits"
-    );
+    let shared = Arc::new(Shared::new(broker, runtime, limits));
     let mut failures: u32 = 0;
     loop {
         // At max.connections, wait for a slot before accepting (Kafka's acceptor blocks too).
@@ -219,46 +226,60 @@ async fn connection(
     let shared = &slot.shared;
     let identity = ConnectionIdentity::anonymous(peer, shared.listener.name.clone());
     let work = async {
-        let Some(acceptor) = &shared.listener.tls else {
-            return serve_connection(stream, identity, shared).await;
-        };
-        // The handshake counts as idle time: a client that never finishes it is closed too.
-        let listener_tls = acceptor.current();
-        let accepted = within(shared.idle_timeout, async {
-            listener_tls
-                .acceptor
-                .accept(stream)
-                .await
-                .map_err(Closed::Tls)
-        })
-        .await;
-        match accepted {
-            Ok(tls) => {
-                let mut identity = identity;
-                // SSL: the certificate names the principal; SASL_SSL: SASL will.
-                if shared.listener.sasl.is_none() {
-                    match listener_tls.certificate_principal(&tls) {
-                        Ok(name) => {
-                            AUTH_STATS.succeeded();
-                            if let Some(name) = name {
-                                identity.principal = KafkaPrincipal::user(name);
-                            }
-                        }
-                        Err(reason) => {
-                            AUTH_STATS.failed(&shared.listener.name, peer, None, &reason);
-                            return Closed::Authentication { reason, user: None };
-                        }
-                    }
-                }
-                serve_connection(tls, identity, shared).await
-            }
-            Err(closed) => closed,
+        match &shared.listener.tls {
+            Some(acceptor) => serve_tls(stream, acceptor, identity, shared).await,
+            None => serve_connection(stream, identity, shared).await,
         }
     };
     let ended = tokio::select! {
         ended = work => ended,
         _ = shutdown.changed() => Closed::Shutdown,
     };
+    log_closed(&ended, peer, shared);
+}
+
+/// The TLS handshake, then the connection. The handshake counts as idle time: a client that
+/// never finishes it is closed too.
+async fn serve_tls(
+    stream: TcpStream,
+    acceptor: &tls::ReloadingAcceptor,
+    mut identity: ConnectionIdentity,
+    shared: &Shared,
+) -> Closed {
+    let peer = identity.peer;
+    let listener_tls = acceptor.current();
+    let accepted = within(shared.idle_timeout, async {
+        listener_tls
+            .acceptor
+            .accept(stream)
+            .await
+            .map_err(Closed::Tls)
+    })
+    .await;
+    let tls = match accepted {
+        Ok(tls) => tls,
+        Err(closed) => return closed,
+    };
+    // SSL: the certificate names the principal; SASL_SSL: SASL will.
+    if shared.listener.sasl.is_none() {
+        match listener_tls.certificate_principal(&tls) {
+            Ok(name) => {
+                AUTH_STATS.succeeded();
+                if let Some(name) = name {
+                    identity.principal = KafkaPrincipal::user(name);
+                }
+            }
+            Err(reason) => {
+                AUTH_STATS.failed(&shared.listener.name, peer, None, &reason);
+                return Closed::Authentication { reason, user: None };
+            }
+        }
+    }
+    serve_connection(tls, identity, shared).await
+}
+
+/// Logs (or counts) why a connection ended, at the level its cause deserves.
+fn log_closed(ended: &Closed, peer: SocketAddr, shared: &Shared) {
     match ended {
         Closed::Eof | Closed::Shutdown => {}
         Closed::Idle | Closed::Write(_) | Closed::Frame(frame::FrameError::Truncated { .. }) => {
@@ -319,192 +340,9 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Send>(
     }
 }
 
-/// Reads and handles requests one at a time (a Produce waiting for replication lets the next
-/// Produce in, `pipeline`), handing every response to the writer.
-async fn read_requests<R: AsyncRead + Send>(
-    reader: R,
-    mut responses: pipeline::Responses,
-    mut identity: ConnectionIdentity,
-    shared: &Shared,
-) -> Closed {
-    let reader = std::pin::pin!(reader);
-    let mut reader = BufReader::with_capacity(READ_BUFFER, reader);
-    let mut sasl = shared.listener.sasl.clone().map(sasl::SaslSession::new);
-    // KIP-368: when the current SASL session ends (connections.max.reauth.ms).
-    let mut session_expires: Option<tokio::time::Instant> = None;
-    let mut authenticated_before = false;
-    loop {
-        // The idle clock runs from the last response until a whole request is in: bytes of a
-        // half-received frame do not reset it, so a trickling sender is closed too.
-        // Before the first authentication on a SASL listener, frames are bounded by
-        // `sasl.server.max.receive.size` (Kafka's `SaslServerAuthenticator`), not by
-        // `socket.request.max.bytes`: an unauthenticated client cannot make the broker take
-        // 100 MB of the pool.
-        let limit = match &sasl {
-            Some(session) if !authenticated_before => frame::Limit {
-                bytes: session.max_receive_size().min(shared.max_request_bytes),
-                property: "sasl.server.max.receive.size",
-            },
-            _ => frame::Limit {
-                bytes: shared.max_request_bytes,
-                property: "socket.request.max.bytes",
-            },
-        };
-        let read = within(shared.idle_timeout, async {
-            read_frame(&mut reader, limit, &shared.memory)
-                .await?
-                .ok_or(Closed::Eof)
-        })
-        .await;
-        let Frame { bytes, lease } = match read {
-            Ok(frame) => frame,
-            // Kafka fails the authentication ("invalid receive size"): counted, and the
-            // connection closed without reading the body.
-            Err(Closed::Frame(frame::FrameError::BadSize {
-                size,
-                max,
-                property,
-            })) if sasl.is_some() && !authenticated_before => {
-                let reason =
-                    format!("a {size}-byte frame before authentication is over {property} ({max})");
-                count_failed_authentication(shared, &identity, &reason, None);
-                return Closed::Authentication { reason, user: None };
-            }
-            Err(closed) => return closed,
-        };
-        if let Some(session) = sasl.as_mut() {
-            let handshake = is_sasl_handshake(&bytes);
-            if handshake && session.can_reauthenticate() {
-                // A re-authentication (KIP-368), before or after the session expired.
-                session.begin_reauthentication();
-            } else if session_expires.is_some_and(|at| tokio::time::Instant::now() >= at)
-                && !(session.is_reauthenticating() && is_sasl_request(&bytes))
-            {
-                // Kafka's Processor: an expired session's next request closes the connection.
-                return Closed::Expired;
-            }
-        }
-        let pre = sasl.as_mut().filter(|s| in_exchange(s, &bytes));
-        let pipelined = pre.is_none() && pipeline::may_pipeline(&bytes);
-        if !pipelined {
-            // Handled as Kafka does, after every earlier response is out.
-            if let Err(closed) = responses.drain().await {
-                return closed;
-            }
-        }
-        let response = match pre {
-            Some(session) => match pre_auth(session, &bytes, &server_nonce()) {
-                PreAuth::Dispatch => None,
-                PreAuth::Refuse(reason, user) => {
-                    count_failed_authentication(shared, &identity, &reason, user.as_deref());
-                    return Closed::Authentication { reason, user };
-                }
-                PreAuth::Reply(reply, then) => Some((reply, then)),
-            },
-            None => None,
-        };
-        let (response, then, throttle) = match response {
-            Some((reply, then)) => (Some(reply), then, None),
-            None if pipelined => match dispatch_pipelined(&shared.broker, bytes, &identity).await {
-                Ok(Dispatched::Waiting(waiting)) => {
-                    if let Err(closed) = responses.pipeline(waiting, lease).await {
-                        return closed;
-                    }
-                    continue;
-                }
-                Ok(Dispatched::Done(response, throttle)) => (response, Then::Continue, throttle),
-                Err(DispatchError(reason)) => return Closed::BadRequest(reason),
-            },
-            None => match dispatch_throttled(&shared.broker, bytes, &identity).await {
-                Ok((response, throttle)) => (response, Then::Continue, throttle),
-                Err(DispatchError(reason)) => return Closed::BadRequest(reason),
-            },
-        };
-        drop(lease);
-        // A failed authentication is counted before its error goes out, so whoever sees the
-        // error also sees the count.
-        if let Then::Close { reason, user } = &then {
-            count_failed_authentication(shared, &identity, reason, user.as_deref());
-            if authenticated_before {
-                AUTH_STATS.reauth_failed();
-            }
-        }
-        // Client quotas (KIP-219): hold the response of a client that does not throttle itself.
-        if let Some(t) = throttle.filter(|t| !t.response_first) {
-            tokio::time::sleep(t.time).await;
-        }
-        if let Some(response) = response {
-            if let Err(closed) = responses.write(response).await {
-                return closed;
-            }
-        }
-        // ... and mute the connection (read nothing more) for the throttle time.
-        if let Some(t) = throttle.filter(|t| t.response_first) {
-            tokio::time::sleep(t.time).await;
-        }
-        match then {
-            Then::Continue => {}
-            Then::Authenticated(user) => {
-                tracing::debug!(peer = %identity.peer, %user, "authenticated");
-                let lifetime = sasl.as_ref().and_then(|s| s.session_lifetime_ms());
-                session_expires = lifetime.map(|ms| {
-                    tokio::time::Instant::now() + Duration::from_millis(ms.unsigned_abs())
-                });
-                if authenticated_before {
-                    AUTH_STATS.reauth_succeeded();
-                } else {
-                    AUTH_STATS.succeeded();
-                }
-                authenticated_before = true;
-                identity.principal = KafkaPrincipal::user(user);
-            }
-            Then::Close { reason, user } => {
-                // The writer flushes every response it writes.
-                // Kafka delays the close (`connection.failed.authentication.delay.ms`): a client
-                // that reads the response and the close together (kafka-python) would
-                // otherwise see only a lost connection, not SASL_AUTHENTICATION_FAILED.
-                tokio::time::sleep(shared.failed_auth_delay).await;
-                return Closed::Authentication { reason, user };
-            }
-        }
-    }
-}
-
-/// Whether `frame` belongs to the SASL exchange rather than the dispatcher: every frame
-/// before the first authentication; while re-authenticating, only the SASL frames (other
-/// requests still run as the current principal, whose session has not expired).
-fn in_exchange(session: &sasl::SaslSession, frame: &[u8]) -> bool {
-    if session.is_reauthenticating() {
-        is_sasl_request(frame)
-    } else {
-        !session.is_authenticated()
-    }
-}
-
-/// Counts and (once per address and principal per interval) logs a failed authentication at
-/// the moment it fails, as Kafka's `Selector` does before its delayed close. The name is the
-/// one the client gave, never a secret.
-fn count_failed_authentication(
-    shared: &Shared,
-    identity: &ConnectionIdentity,
-    reason: &str,
-    user: Option<&str>,
-) {
-    AUTH_STATS.failed(&shared.listener.name, identity.peer, user, reason);
-}
-
 /// The api key of a request frame (its first two bytes), if it has one.
 fn api_key(frame: &[u8]) -> Option<i16> {
     Some(i16::from_be_bytes([*frame.first()?, *frame.get(1)?]))
-}
-
-fn is_sasl_handshake(frame: &[u8]) -> bool {
-    api_key(frame) == Some(kafka_protocol::messages::ApiKey::SaslHandshake as i16)
-}
-
-fn is_sasl_request(frame: &[u8]) -> bool {
-    is_sasl_handshake(frame)
-        || api_key(frame) == Some(kafka_protocol::messages::ApiKey::SaslAuthenticate as i16)
 }
 
 #[cfg(test)]

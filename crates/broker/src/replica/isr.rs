@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::clock::now_ms;
-use crate::controller_client::ControllerClient;
+use crate::controller::client::ControllerClient;
 use crate::partition::Partition;
 use crate::replica_manager::ReplicaManager;
 
@@ -19,7 +19,7 @@ use crate::replica_manager::ReplicaManager;
 pub fn propose(
     controller: ControllerClient,
     partition: Arc<Partition>,
-    request: crate::controller_shell::AlterIsr,
+    request: crate::controller::shell::AlterIsr,
 ) {
     tokio::spawn(async move {
         let mut pause = Duration::from_millis(100);

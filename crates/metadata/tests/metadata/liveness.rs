@@ -2,7 +2,7 @@
 //! partition replicated on all of them), the sessions' history, and events at given times; the
 //! outcome is every record the production controller commits for them (the event's own, then
 //! `on_commit`'s until it has nothing left), or the error code that refuses an event. The
-//! driver is the sequence `controller_shell.rs` and the replication simulation run.
+//! driver is the sequence `controller/shell.rs` and the replication simulation run.
 
 use runnel_metadata::*;
 use uuid::Uuid;

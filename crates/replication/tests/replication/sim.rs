@@ -1,7 +1,7 @@
 //! Issue 4: a deterministic simulation of replication. Three brokers (the real pure decisions
 //! of `runnel_replication`, the code the broker runs, inside a small imperative shell), a
 //! controller (the production pure `runnel_metadata::Controller` and `BrokerSessions`, the
-//! code `controller_shell.rs` drives, with the simulated time as `now_ms`), a lossy, delaying,
+//! code `controller/shell.rs` drives, with the simulated time as `now_ms`), a lossy, delaying,
 //! partitionable network, random crashes and restarts, an acks=all producer
 //! (`min.insync.replicas` = 2) and a consumer reading below the HW. Checked after every tick
 //! and at the end:

@@ -13,7 +13,7 @@ pub struct FollowerFetch {
     /// The HW moved: wake acks=all waiters and consumers.
     pub hw_changed: bool,
     /// The follower caught up: send this AlterPartition (the change is now pending).
-    pub propose: Option<crate::controller_shell::AlterIsr>,
+    pub propose: Option<crate::controller::shell::AlterIsr>,
 }
 
 /// How the leader took a verified follower's fetch position ([`Partition::serve_follower_fetch`]).
@@ -29,7 +29,7 @@ pub enum FollowerPosition {
     /// The position lies in our log and was recorded: read from it. `propose` is an ISR
     /// expansion to send (now pending).
     Recorded {
-        propose: Option<crate::controller_shell::AlterIsr>,
+        propose: Option<crate::controller::shell::AlterIsr>,
     },
     /// Outside our log: the read answers OFFSET_OUT_OF_RANGE; nothing recorded.
     OutsideLog,

@@ -18,7 +18,7 @@ pub struct IsrAnswer {
 impl Partition {
     /// E.2 shrink: in-sync followers that have not caught up for `replica.lag.time.max.ms`
     /// leave the ISR (the change is then pending). The leader never removes itself.
-    pub fn isr_shrink(&self, now: i64) -> Option<crate::controller_shell::AlterIsr> {
+    pub fn isr_shrink(&self, now: i64) -> Option<crate::controller::shell::AlterIsr> {
         let mut state = self.leader_state.lock();
         let s = state.as_mut()?;
         let isr = s.maybe_shrink_isr(now)?;
@@ -31,8 +31,8 @@ impl Partition {
         &self,
         s: &LeaderPartitionState,
         new_isr: Vec<i32>,
-    ) -> crate::controller_shell::AlterIsr {
-        crate::controller_shell::AlterIsr {
+    ) -> crate::controller::shell::AlterIsr {
+        crate::controller::shell::AlterIsr {
             topic_id: self.topic_id,
             partition: self.index,
             broker_id: self.node_id,
@@ -49,7 +49,7 @@ impl Partition {
     /// image settled it) changes nothing.
     pub fn isr_change_answered(
         &self,
-        request: &crate::controller_shell::AlterIsr,
+        request: &crate::controller::shell::AlterIsr,
         answer: Result<(Vec<i32>, i32), i16>,
     ) -> IsrAnswer {
         let mut log = self.log.lock();

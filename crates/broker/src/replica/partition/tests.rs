@@ -175,7 +175,7 @@ fn refusals_keep_the_change_pending_unless_it_can_never_apply() {
         .record_follower_fetch(3, 10)
         .propose
         .expect("proposed again");
-    let stale = crate::controller_shell::AlterIsr {
+    let stale = crate::controller::shell::AlterIsr {
         new_isr: vec![1, 3],
         ..again.clone()
     };

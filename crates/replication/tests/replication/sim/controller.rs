@@ -1,6 +1,6 @@
 //! The controller of the simulation: a thin adapter around the production pure controller
 //! (`runnel_metadata::Controller`, `BrokerSessions`, the typed operations and their one
-//! path through the shell's `controller::Pipeline`, what the broker's `controller_shell.rs`
+//! path through the shell's `controller::Pipeline`, what the broker's `controller/shell.rs`
 //! drives), with the simulated time passed in as `now_ms`. Every decision is the production
 //! one: registration and its duplicate guard, heartbeats (the early answer, then the queued
 //! unfencing), session expiry (fencing), the elections and ISR shrinks of `on_commit`

@@ -15,7 +15,7 @@ use runnel_raft::QuorumError;
 use uuid::Uuid;
 
 use super::*;
-use crate::controller_quorum::CommitFuture;
+use crate::controller::quorum::CommitFuture;
 
 type Batch = (
     Vec<MetadataRecord>,

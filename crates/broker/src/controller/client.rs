@@ -14,8 +14,8 @@ use runnel_metadata::controller::ControllerOp;
 use runnel_metadata::{codes, ApiError};
 use runnel_raft::{RpcRequest, RpcResponse, TcpTransport, Transport};
 
-use crate::controller_rpc::{OpAnswer, OpFrame, QUORUM_STATUS};
-use crate::controller_shell::ControllerHandle;
+use crate::controller::rpc::{OpAnswer, OpFrame, QUORUM_STATUS};
+use crate::controller::shell::ControllerHandle;
 
 /// How long an admin request may wait for an active controller (Kafka's default request timeout).
 const ADMIN_DEADLINE: Duration = Duration::from_secs(30);

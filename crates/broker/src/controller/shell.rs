@@ -31,7 +31,7 @@ use runnel_metadata::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::clock::now_ms;
-use crate::controller_quorum::{spawn_appender, AppendJob, AppendOutcome, ControllerQuorum};
+use crate::controller::quorum::{spawn_appender, AppendJob, AppendOutcome, ControllerQuorum};
 
 /// Queue bound: callers wait (backpressure) rather than the controller buffering without limit.
 const QUEUE_CAPACITY: usize = 1024;
@@ -731,5 +731,5 @@ async fn next_image(rx: &mut watch::Receiver<Arc<MetadataImage>>) -> Option<Arc<
 }
 
 #[cfg(test)]
-#[path = "controller_shell_tests.rs"]
+#[path = "shell_tests.rs"]
 mod tests;

@@ -16,7 +16,7 @@ use runnel_metadata::quota::AlterClientQuotas;
 use runnel_metadata::{codes, ApiError};
 use serde::{Deserialize, Serialize};
 
-use crate::controller_shell::ControllerHandle;
+use crate::controller::shell::ControllerHandle;
 
 /// DescribeQuorum's question, which the quorum leader answers (not a controller operation:
 /// only the leader knows how far every replica got).
