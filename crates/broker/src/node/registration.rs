@@ -12,6 +12,9 @@ use tokio::task::JoinHandle;
 
 use crate::config::BrokerConfig;
 use crate::controller::client::ControllerClient;
+use crate::errors::code::{
+    BROKER_ID_NOT_REGISTERED, DUPLICATE_BROKER_REGISTRATION, STALE_BROKER_EPOCH,
+};
 use crate::BrokerError;
 
 /// Registers, starts the heartbeats and waits until the controller unfenced this broker; the
@@ -54,7 +57,7 @@ async fn register_in_cluster(
             .await;
         match attempt {
             Ok(epoch) => return Ok(epoch),
-            Err(e) if e.code == 101 && tokio::time::Instant::now() < give_up => {
+            Err(e) if e.code == DUPLICATE_BROKER_REGISTRATION && tokio::time::Instant::now() < give_up => {
                 if !warned {
                     tracing::warn!(
                         node_id = registration.broker_id,
@@ -64,7 +67,7 @@ async fn register_in_cluster(
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(e) if e.code == 101 => {
+            Err(e) if e.code == DUPLICATE_BROKER_REGISTRATION => {
                 return Err(BrokerError::Startup(format!(
                     "node id {} is already in use by another live broker (DUPLICATE_BROKER_REGISTRATION)",
                     registration.broker_id
@@ -159,7 +162,7 @@ async fn heartbeat_loop(
             // incarnation with a live session is refused (101) and this process stays out, our
             // own gets the current epoch (the fault campaign saw a broker stuck for good on
             // "Expected broker epoch 7 for broker 2, got 0", docs/faults.md case 5).
-            Err(e) if e.code == 102 || e.code == 77 => {
+            Err(e) if e.code == BROKER_ID_NOT_REGISTERED || e.code == STALE_BROKER_EPOCH => {
                 match client.run_within(registration.clone(), every).await {
                     Ok(epoch) => {
                         broker_epoch = epoch;
