@@ -143,7 +143,7 @@ impl LeaderPartitionState {
                 )
             })
             .collect();
-        Self {
+        let mut state = Self {
             leader: init.leader,
             replicas: init.replicas,
             isr: init.isr,
@@ -156,7 +156,12 @@ impl LeaderPartitionState {
             partition_epoch: init.partition_epoch,
             leader_epoch_start_offset: init.log_end_offset,
             config,
-        }
+        };
+        // Kafka's makeLeader increments the HW at once "since ISR could be down to 1": a leader
+        // alone in its ISR (a restarted single replica) would otherwise hide its whole log
+        // above the checkpointed HW until the next append or image.
+        state.maybe_advance_hw(now_ms);
+        state
     }
 
     pub fn leader(&self) -> i32 {

@@ -230,6 +230,20 @@ fn new_leader_clamps_its_hw_to_its_leo() {
 }
 
 #[test]
+fn a_new_leader_alone_in_its_isr_exposes_its_whole_log_at_once() {
+    // A restarted single replica: its checkpointed HW (0) lags its recovered log (10).
+    let s = leader(10, 0, &[1], 1);
+    assert_eq!(
+        s.high_watermark(),
+        10,
+        "Kafka's makeLeader: maybeIncrementLeaderHW"
+    );
+    // Followers in the ISR have unknown LEOs on a new leader: they hold the HW.
+    let s = leader(10, 4, &[1, 2], 1);
+    assert_eq!(s.high_watermark(), 4);
+}
+
+#[test]
 fn initial_caught_up_times_depend_on_isr_membership() {
     let s = leader(10, 10, &[1, 2], 1);
     assert_eq!(s.follower(2).unwrap().last_caught_up_time_ms, T0);
