@@ -154,10 +154,12 @@ impl Client {
                     Some(format!("topic '{name}'")),
                 ));
             }
-            let topic = meta
-                .topics
-                .get(name)
-                .ok_or_else(|| ClientError::kafka(3, Some(format!("topic '{name}'"))))?;
+            let topic = meta.topics.get(name).ok_or_else(|| {
+                ClientError::kafka(
+                    runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(format!("topic '{name}'")),
+                )
+            })?;
             if topic.partitions.iter().any(|p| p.leader.is_none()) {
                 return Err(ClientError::kafka(
                     5,

@@ -295,14 +295,14 @@ fn duration_ms(d: Duration) -> i64 {
 
 fn storage_error(e: impl std::fmt::Display) -> ApiError {
     ApiError {
-        code: 56, // KAFKA_STORAGE_ERROR
+        code: crate::errors::code::KAFKA_STORAGE_ERROR,
         message: format!("metadata log write failed: {e}"),
     }
 }
 
 fn timed_out() -> ApiError {
     ApiError {
-        code: 7, // REQUEST_TIMED_OUT
+        code: crate::errors::code::REQUEST_TIMED_OUT,
         message: "the metadata quorum did not commit in time".into(),
     }
 }

@@ -72,7 +72,10 @@ async fn dispatch(inner: &Arc<Inner>, ready: Vec<Batch>) {
         }
     }
     if !leaderless.is_empty() {
-        let err = ClientError::kafka(5, Some("no leader known for the partition".into()));
+        let err = ClientError::kafka(
+            runnel_codes::LEADER_NOT_AVAILABLE,
+            Some("no leader known for the partition".into()),
+        );
         await_metadata(inner, leaderless, &err);
     }
     for (leader, batches) in by_leader {
@@ -412,7 +415,8 @@ fn refresh_in_background(inner: &Inner, batches: &[Batch]) {
 fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
     let retriable = err.is_retriable()
         || err.code() == Some(BROKER_NOT_AVAILABLE)
-        || (inner.identity.is_some() && err.code() == Some(45));
+        || (inner.identity.is_some()
+            && err.code() == Some(runnel_codes::OUT_OF_ORDER_SEQUENCE_NUMBER));
     if err.needs_metadata_refresh() {
         refresh_in_background(inner, &batches);
     }
