@@ -189,19 +189,7 @@ mod tests {
 
     /// Broker 1 live, broker 2 fenced; topics "a" (3 partitions) and "b" (2), replicas [1, 2].
     fn image() -> MetadataImage {
-        let mut records = vec![];
-        for (id, fenced) in [(1, false), (2, true)] {
-            records.push(MetadataRecord::RegisterBroker {
-                broker_id: id,
-                incarnation_id: Uuid::from_u128(id as u128),
-                broker_epoch: 1,
-                host: "localhost".into(),
-                port: 9092,
-                rack: None,
-                fenced,
-                endpoints: Vec::new(),
-            });
-        }
+        let mut records = crate::handlers::test_images::live_1_fenced_2();
         for (n, (name, partitions)) in [("a", 3), ("b", 2)].into_iter().enumerate() {
             let topic_id = Uuid::from_u128(100 + n as u128);
             records.push(MetadataRecord::Topic {
@@ -222,14 +210,7 @@ mod tests {
                 });
             }
         }
-        let numbered: Vec<(i64, MetadataRecord)> = records
-            .into_iter()
-            .enumerate()
-            .map(|(o, r)| (o as i64, r))
-            .collect();
-        MetadataImage::empty("c".into())
-            .apply(&numbered)
-            .expect("valid records")
+        crate::handlers::test_images::image_of(records)
     }
 
     fn request(

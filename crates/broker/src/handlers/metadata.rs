@@ -252,19 +252,7 @@ mod tests {
 
     /// Brokers 1 (live) and 2 (fenced); topic "t" with one partition led by `leader`.
     fn cluster(leader: i32) -> (MetadataImage, Arc<TopicImage>) {
-        let mut records = vec![];
-        for (id, fenced) in [(1, false), (2, true)] {
-            records.push(MetadataRecord::RegisterBroker {
-                broker_id: id,
-                incarnation_id: Uuid::from_u128(id as u128),
-                broker_epoch: 1,
-                host: "localhost".into(),
-                port: 9092,
-                rack: None,
-                fenced,
-                endpoints: Vec::new(),
-            });
-        }
+        let mut records = crate::handlers::test_images::live_1_fenced_2();
         let topic_id = Uuid::from_u128(7);
         records.push(MetadataRecord::Topic {
             name: "t".into(),
@@ -281,14 +269,7 @@ mod tests {
             adding_replicas: vec![],
             removing_replicas: vec![],
         });
-        let numbered: Vec<(i64, MetadataRecord)> = records
-            .into_iter()
-            .enumerate()
-            .map(|(o, r)| (o as i64, r))
-            .collect();
-        let image = MetadataImage::empty("c".into())
-            .apply(&numbered)
-            .expect("valid records");
+        let image = crate::handlers::test_images::image_of(records);
         let topic = image.topic("t").cloned().expect("topic t");
         (image, topic)
     }

@@ -38,6 +38,8 @@ pub mod reassignments;
 pub mod runnel_describe;
 pub mod scram_credentials;
 pub mod telemetry;
+#[cfg(test)]
+mod test_images;
 pub mod topics;
 pub mod txn_authz;
 pub mod txn_offset_commit;

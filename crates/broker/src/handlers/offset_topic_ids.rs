@@ -164,14 +164,7 @@ mod tests {
                 removing_replicas: vec![],
             },
         ];
-        let numbered: Vec<(i64, MetadataRecord)> = records
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| (i as i64, r))
-            .collect();
-        MetadataImage::empty("c".into())
-            .apply(&numbered)
-            .expect("valid records")
+        crate::handlers::test_images::image_of(records)
     }
 
     fn commit_topic(id: uuid::Uuid) -> OffsetCommitRequestTopic {

@@ -66,7 +66,9 @@ impl Plan {
         let max_bytes = usize::try_from(max_bytes)
             .unwrap_or(0)
             .min(FRAME_MAX.saturating_sub(overhead));
-        let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
+        let min_bytes = usize::try_from(request.min_bytes)
+            .unwrap_or(0)
+            .min(max_bytes);
         Plan {
             topics,
             wanted,
