@@ -328,10 +328,20 @@ mod tests {
         addr
     }
 
+    /// How long a forwarded echo may take: generous, because a loaded test machine (2 cores
+    /// shared with other test binaries) can stall a task for seconds; success ends the wait at once.
+    const ANSWER: Duration = Duration::from_secs(15);
+    /// How long a link that must not answer is watched before the test calls it silent.
+    const SILENCE: Duration = Duration::from_millis(500);
+
     async fn roundtrip(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        roundtrip_within(s, ANSWER).await
+    }
+
+    async fn roundtrip_within(s: &mut TcpStream, wait: Duration) -> std::io::Result<Vec<u8>> {
         s.write_all(b"ping").await?;
         let mut b = [0u8; 4];
-        tokio::time::timeout(Duration::from_millis(500), s.read_exact(&mut b))
+        tokio::time::timeout(wait, s.read_exact(&mut b))
             .await
             .map_err(|_| std::io::Error::other("timed out"))??;
         Ok(b.to_vec())
@@ -345,9 +355,9 @@ mod tests {
         assert_eq!(roundtrip(&mut s).await.unwrap(), b"ping");
         // This process is no broker, so its connections are the client link 0 -> 1.
         net.update((0, 1, Listener::Kafka), |l| l.mode = Mode::Cut);
-        assert!(roundtrip(&mut s).await.is_err());
+        assert!(roundtrip_within(&mut s, SILENCE).await.is_err());
         let mut again = TcpStream::connect(addr).await.unwrap();
-        assert!(roundtrip(&mut again).await.is_err());
+        assert!(roundtrip_within(&mut again, SILENCE).await.is_err());
         net.heal();
         let mut healed = TcpStream::connect(addr).await.unwrap();
         assert_eq!(roundtrip(&mut healed).await.unwrap(), b"ping");
@@ -374,7 +384,7 @@ mod tests {
         net.update((0, 1, Listener::Kafka), |l| l.mode = Mode::Blackhole);
         let mut held = TcpStream::connect(addr).await.unwrap();
         assert!(
-            roundtrip(&mut held).await.is_err(),
+            roundtrip_within(&mut held, SILENCE).await.is_err(),
             "accepted, never answered"
         );
     }
