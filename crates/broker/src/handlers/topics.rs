@@ -396,7 +396,7 @@ async fn create_partitions_allowed(
         || wait_for(broker, request.timeout_ms, |image| {
             grown.iter().all(|(name, count)| {
                 image.topic(name).is_some_and(|t| {
-                    t.partitions.len() as i32 >= *count
+                    i64::try_from(t.partitions.len()).unwrap_or(i64::MAX) >= i64::from(*count)
                         && t.partitions.values().all(|p| p.leader >= 0)
                 })
             })

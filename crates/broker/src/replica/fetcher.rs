@@ -311,8 +311,9 @@ async fn exchange(
         )
         .and_then(|()| request.encode(&mut body, FETCH_VERSION))
         .map_err(|e| e.to_string())?;
+    let size = i32::try_from(body.len()).map_err(|_| "fetch request over 2 GiB".to_string())?;
     let mut frame = BytesMut::with_capacity(body.len() + 4);
-    frame.put_i32(body.len() as i32);
+    frame.put_i32(size);
     frame.extend_from_slice(&body);
     let io = async {
         stream.write_all(&frame).await?;

@@ -139,7 +139,10 @@ async fn locate(
     let Some(topic) = image.topic(name) else {
         return (COORDINATOR_NOT_AVAILABLE, -1, String::new(), -1);
     };
-    let p = runnel_group::partition_for_group(key, topic.partitions.len() as i32);
+    let p = runnel_group::partition_for_group(
+        key,
+        i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX),
+    );
     let leader = topic.partitions.get(&p).map(|p| p.leader).unwrap_or(-1);
     // A coordinator without an endpoint on the client's listener is not available to it,
     // as Kafka's `getAliveBrokerNode(id, listenerName)`.
