@@ -39,8 +39,8 @@ pub use crate::errors::code::{
 };
 use crate::errors::code::{INVALID_PRODUCER_EPOCH, STALE_MEMBER_EPOCH};
 use crate::group_purgatory::Purgatory;
-use crate::partition::Progress;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::Progress;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const QUEUE_CAPACITY: usize = 4096;
