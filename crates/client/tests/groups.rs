@@ -289,6 +289,33 @@ async fn group_consumer_commits_and_resumes_from_committed_offsets() {
     reset_and_delete_the_empty_group(&admin, "g1").await;
 }
 
+/// A member of "g2" on "events" with `strategy`, polled until it held two partitions for 2 s
+/// (the group settled on two members), with its assignment then.
+async fn settled_member(
+    client: Arc<Client>,
+    strategy: &'static str,
+) -> (GroupConsumer, Vec<TopicPartition>) {
+    let mut cfg = config("g2");
+    cfg.set("partition.assignment.strategy", strategy).unwrap();
+    let mut c = GroupConsumer::new(client, cfg).expect("consumer");
+    c.subscribe(&["events"]);
+    let deadline = Instant::now() + DEADLINE;
+    let mut stable_since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        c.poll(Duration::from_millis(200)).await.expect("poll");
+        if c.assignment().len() == 2 {
+            let since = *stable_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(2) {
+                break;
+            }
+        } else {
+            stable_since = None;
+        }
+    }
+    let assignment = c.assignment();
+    (c, assignment)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_members_split_the_partitions() {
     let broker = Broker::start();
@@ -297,33 +324,9 @@ async fn two_members_split_the_partitions() {
     topic(&admin, "events", 4).await;
     produce(&client, "events", 4, 8, "x").await;
 
-    let spawn_member = |client: Arc<Client>, strategy: &'static str| {
-        tokio::spawn(async move {
-            let mut cfg = config("g2");
-            cfg.set("partition.assignment.strategy", strategy).unwrap();
-            let mut c = GroupConsumer::new(client, cfg).expect("consumer");
-            c.subscribe(&["events"]);
-            let deadline = Instant::now() + DEADLINE;
-            // Poll until the group settled on two members with two partitions each.
-            let mut stable_since: Option<Instant> = None;
-            while Instant::now() < deadline {
-                c.poll(Duration::from_millis(200)).await.expect("poll");
-                if c.assignment().len() == 2 {
-                    let since = *stable_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > Duration::from_secs(2) {
-                        break;
-                    }
-                } else {
-                    stable_since = None;
-                }
-            }
-            let assignment = c.assignment();
-            (c, assignment)
-        })
-    };
-    let a = spawn_member(client.clone(), "cooperative-sticky");
+    let a = tokio::spawn(settled_member(client.clone(), "cooperative-sticky"));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let b = spawn_member(client.clone(), "cooperative-sticky");
+    let b = tokio::spawn(settled_member(client.clone(), "cooperative-sticky"));
     let (ca, pa) = a.await.expect("member a");
     let (cb, pb) = b.await.expect("member b");
     assert!(ca.is_cooperative());
