@@ -11,7 +11,7 @@ use crate::config::BrokerConfig;
 use crate::controller::client::ControllerClient;
 use crate::group_manager::GroupHandle;
 use crate::principal::KafkaPrincipal;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// Producer ids are taken from the controller in blocks, so InitProducerId rarely needs it.
 const PRODUCER_ID_BLOCK: i64 = runnel_metadata::PRODUCER_ID_BLOCK_SIZE;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use runnel_metadata::MetadataImage;
 use tokio::sync::{mpsc, watch};
 
-use crate::partition::{any_progress, Progress};
+use crate::replica::partition::{any_progress, Progress};
 
 /// What a coordinator shell provides to [`spawn_loop`].
 pub trait CoordinatorTask: Send + 'static {

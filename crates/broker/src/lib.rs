@@ -34,19 +34,6 @@ pub mod txn_manager;
 pub mod txn_markers;
 pub mod txn_verify;
 
-/// The replica modules at the crate paths callers have always used.
-pub use replica::{fetcher as replica_fetcher, isr, manager as replica_manager, partition};
-
-/// The node's start-up and shutdown at the path callers have always used.
-pub use node as startup;
-
-/// The controller modules at the crate paths callers used before `controller/` (kept so
-/// branches written against them still build).
-pub use controller::{
-    client as controller_client, quorum as controller_quorum, rpc as controller_rpc,
-    security as controller_security, shell as controller_shell,
-};
-
 /// Flags of `runnel broker`. Kafka property names go through `--override`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BrokerArgs {
@@ -140,7 +127,7 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
                 .collect()
         })
         .unwrap_or_default();
-    let node = startup::start(config).await?;
+    let node = node::start(config).await?;
     scram_bootstrap::spawn(node.broker.clone(), bootstrap_users);
     scram_bootstrap::spawn_salted(node.broker.clone(), formatted_users);
     scram_bootstrap::spawn_features(node.broker.clone(), formatted_features);
@@ -155,7 +142,7 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     tokio::select! {
-        () = startup::wait_for_shutdown_signal() => {}
+        () = node::wait_for_shutdown_signal() => {}
         failure = node.log_dir_failed() => {
             // Kafka halts a broker whose last log directory failed: no flush, no clean-shutdown
             // marker (the next start recovers), no controlled shutdown through a broken disk.

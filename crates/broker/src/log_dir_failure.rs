@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// How often the hosted logs are checked. A failed log refuses every operation at once, so
 /// this only bounds how long a failed broker keeps its leaderships before it stops.

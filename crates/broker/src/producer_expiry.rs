@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// `producer.id.expiration.ms` and its check interval, from the broker configuration.
 #[derive(Debug, Clone, Copy)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use runnel_metadata::{ImageError, MetadataDelta, MetadataImage, MetadataRecord};
 use tokio::sync::watch;
 
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 pub struct Publisher {
     replicas: Arc<ReplicaManager>,

@@ -27,8 +27,8 @@ use crate::group_manager::{
     encode_batch, outcome_code, read_records, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 };
 use crate::group_purgatory::Purgatory;
-use crate::partition::Progress;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::Progress;
 
 pub const TXN_TOPIC: &str = "__transaction_state";
 const QUEUE_CAPACITY: usize = 4096;

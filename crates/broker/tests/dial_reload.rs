@@ -104,18 +104,10 @@ fn replace(path: &Path, from: &Path) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-#[tokio::test]
-async fn the_next_dial_presents_a_replaced_client_certificate() {
-    if Command::new("openssl").arg("version").output().is_err() {
-        eprintln!("skipped: needs the openssl CLI");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    make_certs(d);
+/// A TLS server on 127.0.0.1 that requires a client certificate and reports each client's
+/// subject (`None`: none readable); its address and the reports.
+async fn subject_reporting_server(d: &Path) -> (String, mpsc::UnboundedReceiver<Option<String>>) {
     let s = |name: &str| d.join(name).display().to_string();
-
-    // A TLS server that requires a client certificate and reports each client's subject.
     let acceptor = tls::acceptor(&*lookup(vec![
         ("ssl.keystore.location", s("server-keystore.pem")),
         ("ssl.truststore.location", s("ca.pem")),
@@ -124,7 +116,7 @@ async fn the_next_dial_presents_a_replaced_client_certificate() {
     .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let (seen_tx, seen) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
@@ -147,6 +139,21 @@ async fn the_next_dial_presents_a_replaced_client_certificate() {
             });
         }
     });
+    (addr, seen)
+}
+
+#[tokio::test]
+async fn the_next_dial_presents_a_replaced_client_certificate() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("skipped: needs the openssl CLI");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_certs(d);
+    let s = |name: &str| d.join(name).display().to_string();
+
+    let (addr, mut seen) = subject_reporting_server(d).await;
 
     let keystore = d.join("dialing-keystore.pem");
     replace(&keystore, &d.join("client-a-keystore.pem"));

@@ -18,7 +18,7 @@ mod support;
 
 use std::sync::Arc;
 
-use runnel_broker::partition::{log_config, Partition, Role};
+use runnel_broker::replica::partition::{log_config, Partition, Role};
 use runnel_log::fault::{arm_process_wide, Fault};
 use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};

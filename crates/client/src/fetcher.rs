@@ -26,6 +26,9 @@ struct Assigned {
     position: Option<i64>,
 }
 
+/// A partition to fetch from its leader: (topic, partition, position).
+type FetchTarget = (String, i32, i64);
+
 /// The fetch machinery shared by [`crate::Consumer`] and [`crate::group::GroupConsumer`]: the
 /// assigned partitions with their positions, position resolution, and Fetch rounds.
 #[derive(Debug)]
@@ -197,20 +200,7 @@ impl Fetcher {
         let deadline = Instant::now() + timeout;
         loop {
             self.resolve_positions().await?;
-            let meta = self.client.metadata();
-            let mut by_leader: BTreeMap<i32, Vec<(String, i32, i64)>> = BTreeMap::new();
-            let mut leaderless = Vec::new();
-            for a in &self.assigned {
-                let Some(position) = a.position else { continue };
-                match meta.leader_for(&a.topic, a.partition) {
-                    Some(leader) => by_leader.entry(leader).or_default().push((
-                        a.topic.clone(),
-                        a.partition,
-                        position,
-                    )),
-                    None => leaderless.push(a.topic.clone()),
-                }
-            }
+            let (by_leader, mut leaderless) = self.fetch_targets();
             if !leaderless.is_empty() {
                 leaderless.sort();
                 leaderless.dedup();
@@ -266,6 +256,26 @@ impl Fetcher {
                 return Ok(records);
             }
         }
+    }
+
+    /// The assigned partitions with a position, grouped by leader as (topic, partition,
+    /// position), and the topics of those without a known leader.
+    fn fetch_targets(&self) -> (BTreeMap<i32, Vec<FetchTarget>>, Vec<String>) {
+        let meta = self.client.metadata();
+        let mut by_leader: BTreeMap<i32, Vec<FetchTarget>> = BTreeMap::new();
+        let mut leaderless = Vec::new();
+        for a in &self.assigned {
+            let Some(position) = a.position else { continue };
+            match meta.leader_for(&a.topic, a.partition) {
+                Some(leader) => by_leader.entry(leader).or_default().push((
+                    a.topic.clone(),
+                    a.partition,
+                    position,
+                )),
+                None => leaderless.push(a.topic.clone()),
+            }
+        }
+        (by_leader, leaderless)
     }
 
     fn apply_partition(

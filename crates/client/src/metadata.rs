@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::messages::metadata_response::MetadataResponsePartition;
 use kafka_protocol::messages::MetadataResponse;
 use uuid::Uuid;
 
@@ -96,6 +97,21 @@ pub struct TopicError {
     pub error_code: i16,
 }
 
+impl PartitionInfo {
+    /// A partition as a Metadata response describes it (a negative leader id: none).
+    fn from_response(p: &MetadataResponsePartition) -> PartitionInfo {
+        PartitionInfo {
+            partition: p.partition_index,
+            leader: (p.leader_id.0 >= 0).then_some(p.leader_id.0),
+            leader_epoch: p.leader_epoch,
+            replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+            isr: p.isr_nodes.iter().map(|b| b.0).collect(),
+            offline: p.offline_replicas.iter().map(|b| b.0).collect(),
+            error_code: p.error_code,
+        }
+    }
+}
+
 impl ClusterMetadata {
     /// Builds a snapshot from `resp`, keeping topics of `previous` that the response did not
     /// mention (a refresh for some topics must not forget the others). Returns topic errors
@@ -140,15 +156,7 @@ impl ClusterMetadata {
             let mut partitions: Vec<PartitionInfo> = t
                 .partitions
                 .iter()
-                .map(|p| PartitionInfo {
-                    partition: p.partition_index,
-                    leader: (p.leader_id.0 >= 0).then_some(p.leader_id.0),
-                    leader_epoch: p.leader_epoch,
-                    replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
-                    isr: p.isr_nodes.iter().map(|b| b.0).collect(),
-                    offline: p.offline_replicas.iter().map(|b| b.0).collect(),
-                    error_code: p.error_code,
-                })
+                .map(PartitionInfo::from_response)
                 .collect();
             partitions.sort_by_key(|p| p.partition);
             if t.error_code != 0 {

@@ -162,6 +162,90 @@ async fn read(consumer: &mut GroupConsumer, n: usize) -> Vec<String> {
     got
 }
 
+/// The group is Stable with one member owning all three partitions of "orders", and listed
+/// as a consumer group.
+async fn assert_stable_with_one_member(admin: &Admin, group: &str) {
+    let (_, d) = admin
+        .describe_groups(&[group.to_string()])
+        .await
+        .expect("describe")
+        .pop()
+        .expect("one group");
+    let d = d.expect("described");
+    assert_eq!(d.state, "Stable");
+    assert_eq!(d.protocol, "range");
+    assert_eq!(d.members.len(), 1);
+    assert_eq!(d.members[0].assignment.len(), 3);
+    assert_eq!(d.members[0].subscription, ["orders"]);
+    let listed = admin.list_groups(&[]).await.expect("list");
+    assert!(listed
+        .iter()
+        .any(|g| g.group_id == group && g.protocol_type == "consumer"));
+}
+
+/// A simple (admin) commit is refused while the group has members.
+async fn assert_simple_commit_refused(admin: &Admin, group: &str) {
+    let refused = admin
+        .alter_group_offsets(
+            group,
+            &[(TopicPartition::new("orders", 0), OffsetAndMetadata::new(0))],
+        )
+        .await;
+    let refused_code = match refused {
+        Ok(results) => results
+            .into_iter()
+            .find_map(|(_, r)| r.err())
+            .and_then(|e| e.code()),
+        Err(e) => e.code(),
+    };
+    assert!(
+        refused_code.is_some(),
+        "simple commit must fail on an active group"
+    );
+}
+
+/// The group is Empty: admin resets, offset deletes and the group's deletion are allowed.
+async fn reset_and_delete_the_empty_group(admin: &Admin, group: &str) {
+    let (_, d) = admin
+        .describe_groups(&[group.into()])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(d.unwrap().state, "Empty");
+    for (_, r) in admin
+        .alter_group_offsets(
+            group,
+            &[(TopicPartition::new("orders", 0), OffsetAndMetadata::new(4))],
+        )
+        .await
+        .expect("reset")
+    {
+        r.expect("reset accepted on an Empty group");
+    }
+    let offsets = admin
+        .list_group_offsets(group, Some(&[TopicPartition::new("orders", 0)]))
+        .await
+        .expect("offsets");
+    assert_eq!(offsets[0].1.as_ref().map(|o| o.offset), Some(4));
+    let (top, parts) = admin
+        .delete_group_offsets(group, &[TopicPartition::new("orders", 1)])
+        .await
+        .expect("delete offsets");
+    top.expect("group-level ok");
+    assert!(parts.iter().all(|(_, r)| r.is_ok()));
+    let offsets = admin
+        .list_group_offsets(group, None)
+        .await
+        .expect("offsets");
+    assert!(offsets.iter().all(|(tp, _)| tp.partition != 1));
+    for (_, r) in admin.delete_groups(&[group.into()]).await.expect("delete") {
+        r.expect("deleted");
+    }
+    let listed = admin.list_groups(&[]).await.expect("list");
+    assert!(!listed.iter().any(|g| g.group_id == group));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_consumer_commits_and_resumes_from_committed_offsets() {
     let broker = Broker::start();
@@ -179,42 +263,8 @@ async fn group_consumer_commits_and_resumes_from_committed_offsets() {
     assert_eq!(c.protocol(), Some("range"));
     c.commit().await.expect("commit");
 
-    // The group is Stable with one member owning all three partitions.
-    let (_, d) = admin
-        .describe_groups(&["g1".to_string()])
-        .await
-        .expect("describe")
-        .pop()
-        .expect("one group");
-    let d = d.expect("described");
-    assert_eq!(d.state, "Stable");
-    assert_eq!(d.protocol, "range");
-    assert_eq!(d.members.len(), 1);
-    assert_eq!(d.members[0].assignment.len(), 3);
-    assert_eq!(d.members[0].subscription, ["orders"]);
-    let listed = admin.list_groups(&[]).await.expect("list");
-    assert!(listed
-        .iter()
-        .any(|g| g.group_id == "g1" && g.protocol_type == "consumer"));
-
-    // A simple (admin) commit is refused while the group has members.
-    let refused = admin
-        .alter_group_offsets(
-            "g1",
-            &[(TopicPartition::new("orders", 0), OffsetAndMetadata::new(0))],
-        )
-        .await;
-    let refused_code = match refused {
-        Ok(results) => results
-            .into_iter()
-            .find_map(|(_, r)| r.err())
-            .and_then(|e| e.code()),
-        Err(e) => e.code(),
-    };
-    assert!(
-        refused_code.is_some(),
-        "simple commit must fail on an active group"
-    );
+    assert_stable_with_one_member(&admin, "g1").await;
+    assert_simple_commit_refused(&admin, "g1").await;
 
     c.close().await.expect("close commits and leaves");
     let offsets = admin.list_group_offsets("g1", None).await.expect("offsets");
@@ -236,42 +286,34 @@ async fn group_consumer_commits_and_resumes_from_committed_offsets() {
     assert_eq!(got, ["b-0", "b-1", "b-2", "b-3", "b-4", "b-5"]);
     c2.close().await.expect("close");
 
-    // The group is Empty now: admin resets and deletions are allowed.
-    let (_, d) = admin
-        .describe_groups(&["g1".into()])
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
-    assert_eq!(d.unwrap().state, "Empty");
-    for (_, r) in admin
-        .alter_group_offsets(
-            "g1",
-            &[(TopicPartition::new("orders", 0), OffsetAndMetadata::new(4))],
-        )
-        .await
-        .expect("reset")
-    {
-        r.expect("reset accepted on an Empty group");
+    reset_and_delete_the_empty_group(&admin, "g1").await;
+}
+
+/// A member of "g2" on "events" with `strategy`, polled until it held two partitions for 2 s
+/// (the group settled on two members), with its assignment then.
+async fn settled_member(
+    client: Arc<Client>,
+    strategy: &'static str,
+) -> (GroupConsumer, Vec<TopicPartition>) {
+    let mut cfg = config("g2");
+    cfg.set("partition.assignment.strategy", strategy).unwrap();
+    let mut c = GroupConsumer::new(client, cfg).expect("consumer");
+    c.subscribe(&["events"]);
+    let deadline = Instant::now() + DEADLINE;
+    let mut stable_since: Option<Instant> = None;
+    while Instant::now() < deadline {
+        c.poll(Duration::from_millis(200)).await.expect("poll");
+        if c.assignment().len() == 2 {
+            let since = *stable_since.get_or_insert_with(Instant::now);
+            if since.elapsed() > Duration::from_secs(2) {
+                break;
+            }
+        } else {
+            stable_since = None;
+        }
     }
-    let offsets = admin
-        .list_group_offsets("g1", Some(&[TopicPartition::new("orders", 0)]))
-        .await
-        .expect("offsets");
-    assert_eq!(offsets[0].1.as_ref().map(|o| o.offset), Some(4));
-    let (top, parts) = admin
-        .delete_group_offsets("g1", &[TopicPartition::new("orders", 1)])
-        .await
-        .expect("delete offsets");
-    top.expect("group-level ok");
-    assert!(parts.iter().all(|(_, r)| r.is_ok()));
-    let offsets = admin.list_group_offsets("g1", None).await.expect("offsets");
-    assert!(offsets.iter().all(|(tp, _)| tp.partition != 1));
-    for (_, r) in admin.delete_groups(&["g1".into()]).await.expect("delete") {
-        r.expect("deleted");
-    }
-    let listed = admin.list_groups(&[]).await.expect("list");
-    assert!(!listed.iter().any(|g| g.group_id == "g1"));
+    let assignment = c.assignment();
+    (c, assignment)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,33 +324,9 @@ async fn two_members_split_the_partitions() {
     topic(&admin, "events", 4).await;
     produce(&client, "events", 4, 8, "x").await;
 
-    let spawn_member = |client: Arc<Client>, strategy: &'static str| {
-        tokio::spawn(async move {
-            let mut cfg = config("g2");
-            cfg.set("partition.assignment.strategy", strategy).unwrap();
-            let mut c = GroupConsumer::new(client, cfg).expect("consumer");
-            c.subscribe(&["events"]);
-            let deadline = Instant::now() + DEADLINE;
-            // Poll until the group settled on two members with two partitions each.
-            let mut stable_since: Option<Instant> = None;
-            while Instant::now() < deadline {
-                c.poll(Duration::from_millis(200)).await.expect("poll");
-                if c.assignment().len() == 2 {
-                    let since = *stable_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > Duration::from_secs(2) {
-                        break;
-                    }
-                } else {
-                    stable_since = None;
-                }
-            }
-            let assignment = c.assignment();
-            (c, assignment)
-        })
-    };
-    let a = spawn_member(client.clone(), "cooperative-sticky");
+    let a = tokio::spawn(settled_member(client.clone(), "cooperative-sticky"));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let b = spawn_member(client.clone(), "cooperative-sticky");
+    let b = tokio::spawn(settled_member(client.clone(), "cooperative-sticky"));
     let (ca, pa) = a.await.expect("member a");
     let (cb, pb) = b.await.expect("member b");
     assert!(ca.is_cooperative());
@@ -354,6 +372,105 @@ async fn two_members_split_the_partitions() {
     cb.close().await.expect("close b");
 }
 
+/// `groups --describe` of a group without members: its committed offsets (5 of 5 on each
+/// partition of "logs"), no lag, no consumer.
+fn assert_describe_shows_committed_offsets(broker: &Broker, group: &str) {
+    let (ok, out, err) = broker.cli(&["groups", "--describe", "--group", group]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("Consumer group '{group}' has no active members.")),
+        "{err}"
+    );
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID"
+        ]
+    );
+    for row in &lines[1..] {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[0], group);
+        assert_eq!(cols[3], "5", "current offset: {row}");
+        assert_eq!(cols[4], "5", "log end offset: {row}");
+        assert_eq!(cols[5], "0", "lag: {row}");
+        assert_eq!(&cols[6..], ["-", "-", "-"]);
+    }
+}
+
+/// Dry run prints the plan and changes nothing; --execute applies it.
+async fn reset_dry_run_then_execute(broker: &Broker, admin: &Admin, group: &str) {
+    let (ok, out, err) = broker.cli(&[
+        "groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        "logs:0",
+        "--shift-by",
+        "-2",
+        "--dry-run",
+    ]);
+    assert!(ok, "{err}");
+    let row = out.lines().find(|l| l.starts_with(group)).expect("row");
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        [group, "logs", "0", "3"]
+    );
+    let committed = admin
+        .list_group_offsets(group, Some(&[TopicPartition::new("logs", 0)]))
+        .await
+        .unwrap();
+    assert_eq!(committed[0].1.as_ref().map(|o| o.offset), Some(5));
+    let (ok, _, err) = broker.cli(&[
+        "groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--all-topics",
+        "--to-earliest",
+        "--execute",
+    ]);
+    assert!(ok, "{err}");
+    let committed = admin.list_group_offsets(group, None).await.unwrap();
+    assert!(committed
+        .iter()
+        .all(|(_, o)| o.as_ref().map(|o| o.offset) == Some(0)));
+}
+
+/// `groups --list --state` shows the group Empty; `--delete` removes it.
+fn list_state_then_delete(broker: &Broker, group: &str) {
+    let (ok, out, err) = broker.cli(&["groups", "--list", "--state"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == [group, "Empty"]),
+        "{out}"
+    );
+    let (ok, out, err) = broker.cli(&["groups", "--delete", "--group", group]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!(
+            "Deletion of requested consumer groups ('{group}') was successful."
+        )),
+        "{out}"
+    );
+    let (ok, _, err) = broker.cli(&["groups", "--describe", "--group", group]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("Consumer group '{group}' does not exist.")),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_describe_and_reset_offsets() {
     let broker = Broker::start();
@@ -382,88 +499,7 @@ async fn cli_describe_and_reset_offsets() {
     assert!(ok, "{err}");
     assert!(out.lines().any(|l| l == "g3"), "{out}");
 
-    let (ok, out, err) = broker.cli(&["groups", "--describe", "--group", "g3"]);
-    assert!(ok, "{err}");
-    assert!(
-        err.contains("Consumer group 'g3' has no active members."),
-        "{err}"
-    );
-    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
-    assert_eq!(
-        lines[0].split_whitespace().collect::<Vec<_>>(),
-        [
-            "GROUP",
-            "TOPIC",
-            "PARTITION",
-            "CURRENT-OFFSET",
-            "LOG-END-OFFSET",
-            "LAG",
-            "CONSUMER-ID",
-            "HOST",
-            "CLIENT-ID"
-        ]
-    );
-    for row in &lines[1..] {
-        let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[0], "g3");
-        assert_eq!(cols[3], "5", "current offset: {row}");
-        assert_eq!(cols[4], "5", "log end offset: {row}");
-        assert_eq!(cols[5], "0", "lag: {row}");
-        assert_eq!(&cols[6..], ["-", "-", "-"]);
-    }
-
-    // Dry run prints the plan and changes nothing; --execute applies it.
-    let (ok, out, err) = broker.cli(&[
-        "groups",
-        "--reset-offsets",
-        "--group",
-        "g3",
-        "--topic",
-        "logs:0",
-        "--shift-by",
-        "-2",
-        "--dry-run",
-    ]);
-    assert!(ok, "{err}");
-    let row = out.lines().find(|l| l.starts_with("g3")).expect("row");
-    assert_eq!(
-        row.split_whitespace().collect::<Vec<_>>(),
-        ["g3", "logs", "0", "3"]
-    );
-    let committed = admin
-        .list_group_offsets("g3", Some(&[TopicPartition::new("logs", 0)]))
-        .await
-        .unwrap();
-    assert_eq!(committed[0].1.as_ref().map(|o| o.offset), Some(5));
-    let (ok, _, err) = broker.cli(&[
-        "groups",
-        "--reset-offsets",
-        "--group",
-        "g3",
-        "--all-topics",
-        "--to-earliest",
-        "--execute",
-    ]);
-    assert!(ok, "{err}");
-    let committed = admin.list_group_offsets("g3", None).await.unwrap();
-    assert!(committed
-        .iter()
-        .all(|(_, o)| o.as_ref().map(|o| o.offset) == Some(0)));
-
-    let (ok, out, err) = broker.cli(&["groups", "--list", "--state"]);
-    assert!(ok, "{err}");
-    assert!(
-        out.lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["g3", "Empty"]),
-        "{out}"
-    );
-    let (ok, out, err) = broker.cli(&["groups", "--delete", "--group", "g3"]);
-    assert!(ok, "{err}");
-    assert!(
-        out.contains("Deletion of requested consumer groups ('g3') was successful."),
-        "{out}"
-    );
-    let (ok, _, err) = broker.cli(&["groups", "--describe", "--group", "g3"]);
-    assert!(!ok);
-    assert!(err.contains("Consumer group 'g3' does not exist."), "{err}");
+    assert_describe_shows_committed_offsets(&broker, "g3");
+    reset_dry_run_then_execute(&broker, &admin, "g3").await;
+    list_state_then_delete(&broker, "g3");
 }

@@ -6,25 +6,21 @@
 //! does not list, as the leader for its first `unlisted` topic Metadata answers, then itself;
 //! it checks the producer's sequences as a Kafka leader does.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::metadata_response::{
-    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, InitProducerIdResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, TopicName,
+    ApiKey, InitProducerIdResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+    ProduceResponse, ProducerId,
 };
-use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 use runnel_client::{Client, ClientConfig, ClientError, Producer, ProducerConfig, ProducerRecord};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{api_versions, read_frame, respond, sequence_and_count, Frame, TOPIC};
 use tokio::net::{TcpListener, TcpStream};
-
-const TOPIC: &str = "t";
 
 #[derive(Default)]
 struct State {
@@ -50,69 +46,26 @@ async fn serve(listener: TcpListener, port: u16, state: Shared) {
 }
 
 async fn connection(mut s: TcpStream, port: u16, state: Shared) {
-    loop {
-        let Ok(size) = s.read_i32().await else { return };
-        let mut buf = vec![0u8; usize::try_from(size).expect("frame size")];
-        if s.read_exact(&mut buf).await.is_err() {
-            return;
+    while let Some(Frame { header, mut body }) = read_frame(&mut s).await {
+        let v = header.request_api_version;
+        match ApiKey::try_from(header.request_api_key).expect("api key") {
+            ApiKey::ApiVersions => respond(&mut s, &header, &api_versions()).await,
+            ApiKey::Metadata => {
+                let req = MetadataRequest::decode(&mut body, v).expect("metadata request");
+                respond(&mut s, &header, &metadata(&req, port, &state)).await
+            }
+            ApiKey::InitProducerId => {
+                let resp = InitProducerIdResponse::default()
+                    .with_producer_id(ProducerId(1000))
+                    .with_producer_epoch(0);
+                respond(&mut s, &header, &resp).await
+            }
+            ApiKey::Produce => {
+                let req = ProduceRequest::decode(&mut body, v).expect("produce request");
+                respond(&mut s, &header, &produce(&req, &state)).await
+            }
+            other => panic!("the fake broker does not answer {other:?}"),
         }
-        let mut frame = Bytes::from(buf);
-        let h = decode_request_header_from_buffer(&mut frame).expect("header");
-        let body = answer(&h, frame, port, &state);
-        let key = ApiKey::try_from(h.request_api_key).expect("api key");
-        let mut out = BytesMut::new();
-        let flexible = key.response_header_version(h.request_api_version) >= 1;
-        out.put_i32(i32::try_from(4 + usize::from(flexible) + body.len()).expect("size"));
-        out.put_i32(h.correlation_id);
-        if flexible {
-            out.put_u8(0);
-        }
-        out.put_slice(&body);
-        if s.write_all(&out).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn encode<T: Encodable>(msg: &T, version: i16) -> BytesMut {
-    let mut body = BytesMut::new();
-    msg.encode(&mut body, version).expect("encode");
-    body
-}
-
-fn answer(h: &RequestHeader, mut frame: Bytes, port: u16, state: &Shared) -> BytesMut {
-    let v = h.request_api_version;
-    match ApiKey::try_from(h.request_api_key).expect("api key") {
-        ApiKey::ApiVersions => {
-            let api = |k: ApiKey, min, max| {
-                ApiVersion::default()
-                    .with_api_key(k as i16)
-                    .with_min_version(min)
-                    .with_max_version(max)
-            };
-            let resp = ApiVersionsResponse::default().with_api_keys(vec![
-                api(ApiKey::ApiVersions, 0, 3),
-                api(ApiKey::Metadata, 1, 8),
-                api(ApiKey::Produce, 3, 8),
-                api(ApiKey::InitProducerId, 0, 1),
-            ]);
-            encode(&resp, v)
-        }
-        ApiKey::Metadata => {
-            let req = MetadataRequest::decode(&mut frame, v).expect("metadata request");
-            encode(&metadata(&req, port, state), v)
-        }
-        ApiKey::InitProducerId => {
-            let resp = InitProducerIdResponse::default()
-                .with_producer_id(ProducerId(1000))
-                .with_producer_epoch(0);
-            encode(&resp, v)
-        }
-        ApiKey::Produce => {
-            let req = ProduceRequest::decode(&mut frame, v).expect("produce request");
-            encode(&produce(&req, state), v)
-        }
-        other => panic!("the fake broker does not answer {other:?}"),
     }
 }
 
@@ -122,31 +75,17 @@ fn metadata(req: &MetadataRequest, port: u16, state: &Shared) -> MetadataRespons
         .iter()
         .flatten()
         .any(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == TOPIC));
-    let broker = MetadataResponseBroker::default()
-        .with_node_id(BrokerId(1))
-        .with_host(StrBytes::from_static_str("127.0.0.1"))
-        .with_port(i32::from(port));
-    let mut resp = MetadataResponse::default()
-        .with_brokers(vec![broker])
-        .with_controller_id(BrokerId(1));
-    if asks_topic {
-        let mut st = lock(state);
-        let leader = if st.unlisted > 0 {
-            st.unlisted -= 1;
-            2
-        } else {
-            1
-        };
-        let partition = MetadataResponsePartition::default()
-            .with_partition_index(0)
-            .with_leader_id(BrokerId(leader))
-            .with_replica_nodes(vec![BrokerId(1), BrokerId(2)])
-            .with_isr_nodes(vec![BrokerId(1), BrokerId(2)]);
-        resp.topics = vec![MetadataResponseTopic::default()
-            .with_name(Some(TopicName(StrBytes::from_static_str(TOPIC))))
-            .with_partitions(vec![partition])];
+    if !asks_topic {
+        return support::metadata_without_topics(port);
     }
-    resp
+    let mut st = lock(state);
+    let leader = if st.unlisted > 0 {
+        st.unlisted -= 1;
+        2
+    } else {
+        1
+    };
+    support::metadata(port, leader, &[1, 2])
 }
 
 /// Appends the one batch of partition 0 if its sequence is the next one (a Kafka leader's
@@ -177,12 +116,6 @@ fn produce(req: &ProduceRequest, state: &Shared) -> ProduceResponse {
         );
     }
     ProduceResponse::default().with_responses(topics)
-}
-
-/// A v2 batch's base sequence (byte 53) and record count (byte 57).
-fn sequence_and_count(batch: &Bytes) -> (i32, i32) {
-    let mut b = batch.slice(53..61);
-    (b.get_i32(), b.get_i32())
 }
 
 async fn fake_broker(unlisted: usize) -> (String, Shared) {

@@ -9,25 +9,20 @@
 //! in-flight slot: it took the slot sequence 0's failure freed, pushed sequence 0 out of the
 //! five remembered batches, and every retry of sequence 0 was OUT_OF_ORDER_SEQUENCE_NUMBER.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::metadata_response::{
-    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-};
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, InitProducerIdResponse, MetadataResponse,
-    ProduceRequest, ProduceResponse, ProducerId, RequestHeader, TopicName,
+    ApiKey, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader,
 };
-use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 use runnel_client::{Client, ClientConfig, Producer, ProducerConfig, ProducerRecord};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{api_versions, produce_answer, read_frame, respond, Frame, TOPIC};
 use tokio::net::{TcpListener, TcpStream};
 
-const TOPIC: &str = "t";
 /// Kafka's leader keeps this many batches per producer for duplicate detection.
 const REMEMBERED: usize = 5;
 
@@ -61,86 +56,13 @@ impl Leader {
     }
 }
 
-struct Frame {
-    header: RequestHeader,
-    body: Bytes,
-}
-
-async fn read_frame(s: &mut TcpStream) -> Option<Frame> {
-    let size = s.read_i32().await.ok()?;
-    let mut buf = vec![0u8; usize::try_from(size).ok()?];
-    s.read_exact(&mut buf).await.ok()?;
-    let mut body = Bytes::from(buf);
-    let header = decode_request_header_from_buffer(&mut body).ok()?;
-    Some(Frame { header, body })
-}
-
-async fn respond<T: Encodable>(s: &mut TcpStream, h: &RequestHeader, msg: &T) {
-    let key = ApiKey::try_from(h.request_api_key).expect("api key");
-    let mut body = BytesMut::new();
-    msg.encode(&mut body, h.request_api_version)
-        .expect("encode");
-    let flexible = key.response_header_version(h.request_api_version) >= 1;
-    let mut out = BytesMut::new();
-    out.put_i32(i32::try_from(4 + usize::from(flexible) + body.len()).expect("size"));
-    out.put_i32(h.correlation_id);
-    if flexible {
-        out.put_u8(0);
-    }
-    out.put_slice(&body);
-    let _ = s.write_all(&out).await;
-}
-
-fn api_versions() -> ApiVersionsResponse {
-    let api = |k: ApiKey, min, max| {
-        ApiVersion::default()
-            .with_api_key(k as i16)
-            .with_min_version(min)
-            .with_max_version(max)
-    };
-    ApiVersionsResponse::default().with_api_keys(vec![
-        api(ApiKey::ApiVersions, 0, 3),
-        api(ApiKey::Metadata, 1, 8),
-        api(ApiKey::Produce, 3, 8),
-        api(ApiKey::InitProducerId, 0, 1),
-    ])
-}
-
-fn metadata(port: u16) -> MetadataResponse {
-    let broker = MetadataResponseBroker::default()
-        .with_node_id(BrokerId(1))
-        .with_host(StrBytes::from_static_str("127.0.0.1"))
-        .with_port(i32::from(port));
-    let partition = MetadataResponsePartition::default()
-        .with_partition_index(0)
-        .with_leader_id(BrokerId(1))
-        .with_replica_nodes(vec![BrokerId(1)])
-        .with_isr_nodes(vec![BrokerId(1)]);
-    MetadataResponse::default()
-        .with_brokers(vec![broker])
-        .with_controller_id(BrokerId(1))
-        .with_topics(vec![MetadataResponseTopic::default()
-            .with_name(Some(TopicName(StrBytes::from_static_str(TOPIC))))
-            .with_partitions(vec![partition])])
-}
-
 /// The base sequence of partition 0's one-record v2 batch (byte 53).
 fn sequence(req: &ProduceRequest) -> i32 {
     let records = req.topic_data[0].partition_data[0]
         .records
         .clone()
         .unwrap_or_default();
-    records.slice(53..57).get_i32()
-}
-
-fn produce_answer(code: i16, offset: i64) -> ProduceResponse {
-    let p = PartitionProduceResponse::default()
-        .with_index(0)
-        .with_error_code(code)
-        .with_base_offset(offset);
-    ProduceResponse::default().with_responses(vec![TopicProduceResponse::default()
-        .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-        .with_partition_responses(vec![p])])
+    support::sequence_and_count(&records).0
 }
 
 /// One connection: requests are answered in order; sequence 0's first attempt is answered
@@ -154,7 +76,7 @@ async fn connection(mut s: TcpStream, port: u16) {
         let v = header.request_api_version;
         match ApiKey::try_from(header.request_api_key).expect("api key") {
             ApiKey::ApiVersions => respond(&mut s, &header, &api_versions()).await,
-            ApiKey::Metadata => respond(&mut s, &header, &metadata(port)).await,
+            ApiKey::Metadata => respond(&mut s, &header, &support::metadata(port, 1, &[1])).await,
             ApiKey::InitProducerId => {
                 let resp = InitProducerIdResponse::default().with_producer_id(ProducerId(7));
                 respond(&mut s, &header, &resp).await

@@ -3,8 +3,7 @@
 //! `shell_tests`), `quorum` (what the shell needs of the Raft quorum, and the appender task),
 //! `client` (how handlers reach the active controller, local or over the network), `rpc`
 //! (controller operations as `App` frames between nodes) and `security` (TLS / SASL of the
-//! controller listener). `lib.rs` re-exports them at the crate paths callers used before
-//! (`crate::controller_shell`, `crate::controller_client`, ...).
+//! controller listener).
 
 pub mod client;
 pub mod quorum;

@@ -1,4 +1,4 @@
-//! ListGroups and DeleteGroups over every coordinator partition of this node.
+//! ListGroups, DescribeGroups and DeleteGroups over the coordinator partitions of this node.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,6 +8,18 @@ use tokio::sync::oneshot;
 use super::*;
 
 impl GroupManager {
+    /// DescribeGroups: each group described by its classic coordinator (KIP-848 groups are
+    /// ConsumerGroupDescribe's).
+    pub(super) fn describe_groups(&mut self, group_ids: Vec<String>) -> Vec<GroupDescription> {
+        group_ids
+            .into_iter()
+            .map(|g| match self.route(&g) {
+                Ok(p) => self.coordinator(p).describe_group(&g),
+                Err(code) => describe_error(g, code),
+            })
+            .collect()
+    }
+
     /// ListGroups over every partition this node coordinates: each id once, as a KIP-848
     /// group if it is one (its offsets live in the classic coordinator as an Empty group).
     pub(super) fn list_groups(&self, filter: &ListFilter) -> Vec<ListedGroup> {

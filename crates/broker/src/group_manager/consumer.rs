@@ -66,6 +66,29 @@ impl GroupManager {
         );
     }
 
+    /// ConsumerGroupDescribe: a group this node coordinates that is no KIP-848 group is
+    /// GROUP_ID_NOT_FOUND.
+    pub(super) fn consumer_describe(
+        &mut self,
+        group_ids: Vec<String>,
+    ) -> Vec<ConsumerGroupDescription> {
+        let mut out = Vec::with_capacity(group_ids.len());
+        for g in group_ids {
+            let described = match self.route(&g) {
+                Ok(p) => self
+                    .consumer_groups
+                    .get(&p)
+                    .and_then(|c| c.describe(std::slice::from_ref(&g), &self.topics).pop())
+                    .unwrap_or_else(|| {
+                        consumer_describe_error(g, runnel_group::errors::GROUP_ID_NOT_FOUND)
+                    }),
+                Err(code) => consumer_describe_error(g, code),
+            };
+            out.push(described);
+        }
+        out
+    }
+
     /// Whether the classic request for `group_id` goes to its consumer group (`join`: a
     /// JoinGroup, which only a consumer group with members takes).
     pub(super) fn consumer_serves(&mut self, partition: i32, group_id: &str, join: bool) -> bool {

@@ -15,9 +15,9 @@
 //! leadership leaves. A write that cannot replicate delays only the answers that depend on it.
 //!
 //! This file holds the task (commands, leadership, load, tick); `handle` its typed entry
-//! points, `consumer` the KIP-848 groups (with classic members inside them and the online
-//! migration between the protocols), `offsets` the offset commits, `admin` ListGroups and
-//! DeleteGroups, `persist` the writes and the answers parked on them.
+//! points, `classic` the classic group requests, `consumer` the KIP-848 groups (with classic members inside them and the online
+//! migration between the protocols), `offsets` the offset commits, fetches and deletes, `admin`
+//! ListGroups, DescribeGroups and DeleteGroups, `persist` the writes and the answers parked on them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -39,8 +39,8 @@ pub use crate::errors::code::{
 };
 use crate::errors::code::{INVALID_PRODUCER_EPOCH, STALE_MEMBER_EPOCH};
 use crate::group_purgatory::Purgatory;
-use crate::partition::Progress;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::Progress;
 
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const QUEUE_CAPACITY: usize = 4096;
@@ -112,6 +112,7 @@ enum Command {
 }
 
 mod admin;
+mod classic;
 mod consumer;
 mod handle;
 mod offsets;
@@ -363,154 +364,43 @@ impl GroupManager {
         self.next_request
     }
 
+    /// One command of the queue, each answered by its own step (`classic`, `consumer`,
+    /// `offsets`, `admin`).
     fn handle(&mut self, command: Command) {
         let now = now_ms();
         match command {
-            Command::Join(req, reply) => match self.route(&req.group_id) {
-                Ok(p) if self.consumer_serves(p, &req.group_id, true) => {
-                    self.classic_join_to_consumer(p, now, req, reply)
-                }
-                Ok(p) => {
-                    if let Err(code) = self.classic_join_allowed(p, &req.group_id) {
-                        let _ = reply.send(join_error(code, req.member_id));
-                        return;
-                    }
-                    let id = self.request_id();
-                    self.pending.insert(id, Pending::Join(p, reply));
-                    let outputs = self.coordinator(p).join(now, id, req);
-                    self.apply_outputs(p, outputs);
-                }
-                Err(code) => {
-                    let _ = reply.send(join_error(code, req.member_id));
-                }
-            },
-            Command::Sync(req, reply) => match self.route(&req.group_id) {
-                Ok(p) if self.consumer_serves(p, &req.group_id, false) => {
-                    self.classic_sync_to_consumer(p, now, req, reply)
-                }
-                Ok(p) => {
-                    let id = self.request_id();
-                    self.pending.insert(id, Pending::Sync(p, reply));
-                    let outputs = self.coordinator(p).sync(now, id, req);
-                    self.apply_outputs(p, outputs);
-                }
-                Err(code) => {
-                    let _ = reply.send(sync_error(code));
-                }
-            },
+            Command::Join(req, reply) => self.join(now, req, reply),
+            Command::Sync(req, reply) => self.sync(now, req, reply),
             Command::Heartbeat(req, reply) => {
-                let code = match self.route(&req.group_id) {
-                    Ok(p) if self.consumer_serves(p, &req.group_id, false) => {
-                        self.classic_heartbeat_to_consumer(p, now, &req)
-                    }
-                    Ok(p) => self.coordinator(p).heartbeat(now, &req),
-                    Err(code) => code,
-                };
-                let _ = reply.send(code);
+                let _ = reply.send(self.heartbeat(now, &req));
             }
-            Command::Leave(group_id, members, reply) => match self.route(&group_id) {
-                Ok(p) if self.consumer_serves(p, &group_id, false) => {
-                    self.classic_leave_to_consumer(p, now, group_id, members, reply)
-                }
-                Ok(p) => {
-                    let (code, codes, outputs) =
-                        self.coordinator(p).leave(now, &group_id, &members);
-                    let written = self.apply_outputs(p, outputs);
-                    self.when_written(
-                        p,
-                        written,
-                        Box::new(move |_| {
-                            let _ = reply.send((code, codes));
-                        }),
-                    );
-                }
-                Err(code) => {
-                    let _ = reply.send((code, vec![code; members.len()]));
-                }
-            },
+            Command::Leave(group_id, members, reply) => self.leave(now, group_id, members, reply),
             Command::Commit(req, reply) => self.commit(now, req, reply),
             Command::Fetch(group_id, partitions, require_stable, member, reply) => {
-                let result = match self.route(&group_id) {
-                    Ok(p) => {
-                        let checked = member.map_or(Ok(()), |(id, epoch)| {
-                            self.consumer_groups_of(p).validate_offset_fetch(
-                                &group_id,
-                                id.as_deref(),
-                                epoch,
-                            )
-                        });
-                        match checked {
-                            Ok(()) => self.coordinator(p).fetch_offsets_stable(
-                                &group_id,
-                                partitions.as_deref(),
-                                require_stable,
-                            ),
-                            Err(code) => (code, Vec::new()),
-                        }
-                    }
-                    Err(code) => (code, Vec::new()),
-                };
-                let _ = reply.send(result);
+                let _ =
+                    reply.send(self.fetch_offsets(&group_id, partitions, require_stable, member));
             }
             Command::TxnCommit(req, reply) => self.txn_commit(now, req, reply),
             Command::TxnCompleted(partition, producer_id, commit, reply) => {
-                let n = self
-                    .coordinators
-                    .get_mut(&partition)
-                    .map_or(0, |c| c.complete_transaction(producer_id, commit));
-                let _ = reply.send(n);
+                let _ = reply.send(self.txn_completed(partition, producer_id, commit));
             }
             Command::List(filter, reply) => {
                 self.follow_leadership();
                 let _ = reply.send(self.list_groups(&filter));
             }
             Command::Describe(group_ids, reply) => {
-                let out = group_ids
-                    .into_iter()
-                    .map(|g| match self.route(&g) {
-                        Ok(p) => self.coordinator(p).describe_group(&g),
-                        Err(code) => describe_error(g, code),
-                    })
-                    .collect();
-                let _ = reply.send(out);
+                let _ = reply.send(self.describe_groups(group_ids));
             }
             Command::Delete(group_ids, reply) => self.delete_groups(group_ids, reply),
             Command::ConsumerHeartbeat(req, client_id, client_host, reply) => {
                 self.consumer_heartbeat(now, req, &client_id, &client_host, reply)
             }
             Command::ConsumerDescribe(group_ids, reply) => {
-                let mut out = Vec::with_capacity(group_ids.len());
-                for g in group_ids {
-                    let described = match self.route(&g) {
-                        Ok(p) => self
-                            .consumer_groups
-                            .get(&p)
-                            .and_then(|c| c.describe(std::slice::from_ref(&g), &self.topics).pop())
-                            .unwrap_or_else(|| consumer_describe_error(g, 69)),
-                        Err(code) => consumer_describe_error(g, code),
-                    };
-                    out.push(described);
-                }
-                let _ = reply.send(out);
+                let _ = reply.send(self.consumer_describe(group_ids));
             }
-            Command::DeleteOffsets(group_id, partitions, reply) => match self.route(&group_id) {
-                Ok(p) => {
-                    let (code, codes, records) =
-                        self.coordinator(p).delete_offsets(&group_id, &partitions);
-                    let written = self.persist(p, records);
-                    self.when_written(
-                        p,
-                        written,
-                        Box::new(move |err| {
-                            let code = if err != 0 { err } else { code };
-                            let _ = reply.send((code, codes));
-                        }),
-                    );
-                }
-                Err(code) => {
-                    let _ = reply.send((code, Vec::new()));
-                }
-            },
+            Command::DeleteOffsets(group_id, partitions, reply) => {
+                self.delete_offsets(group_id, partitions, reply)
+            }
         }
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
 use crate::group_purgatory::Outcome;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 use super::*;
 

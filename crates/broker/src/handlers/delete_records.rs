@@ -17,7 +17,7 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use crate::context::Broker;
 use crate::errors::code;
-use crate::partition::Partition;
+use crate::replica::partition::Partition;
 
 fn result(index: i32, code: i16, low_watermark: i64) -> DeleteRecordsPartitionResult {
     DeleteRecordsPartitionResult::default()
@@ -84,7 +84,7 @@ pub async fn handle(
             break;
         }
         tokio::select! {
-            _ = crate::partition::any_progress(watches.iter_mut()) => {}
+            _ = crate::replica::partition::any_progress(watches.iter_mut()) => {}
             _ = tokio::time::sleep_until(deadline) => break,
         }
     }

@@ -70,7 +70,7 @@ fn hosted_partition(
     broker: &Broker,
     topic: &str,
     index: i32,
-) -> Result<Arc<crate::partition::Partition>, i16> {
+) -> Result<Arc<crate::replica::partition::Partition>, i16> {
     use crate::errors::code;
     match broker.replicas.get(topic, index) {
         Some(p) => Ok(p),

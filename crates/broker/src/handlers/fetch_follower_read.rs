@@ -21,7 +21,7 @@ use runnel_replication::{preferred_read_replica, ReplicaCandidate};
 
 use crate::clock::now_ms;
 use crate::context::Broker;
-use crate::partition::{Partition, Role};
+use crate::replica::partition::{Partition, Role};
 
 /// The rack of a consumer fetch that may be redirected or served by a follower: Fetch v11+
 /// from a consumer (`rack_id` may be empty: such a fetch may still read at a follower).

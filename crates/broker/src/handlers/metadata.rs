@@ -27,56 +27,14 @@ pub async fn handle(
     version: i16,
     ctx: &RequestContext,
 ) -> MetadataResponse {
-    // v1+: null = all topics, empty = none; v0 has no null and asks for all with an empty
-    // list (Kafka's `MetadataRequest.isAllTopics`).
-    let all_topics = request
-        .topics
-        .as_ref()
-        .is_none_or(|topics| version == 0 && topics.is_empty());
-    let requested: Option<Vec<String>> =
-        request
-            .topics
-            .as_ref()
-            .filter(|_| !all_topics)
-            .map(|topics| {
-                topics
-                    .iter()
-                    .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-                    .collect()
-            });
+    let requested = requested_names(&request, version);
     let allow_auto_create = (version < 4 || request.allow_auto_topic_creation)
         && broker.settings.auto_create_topics_enable;
     if let (Some(names), true) = (&requested, allow_auto_create) {
         auto_create(broker, &authz::may_auto_create(broker, ctx, names)).await;
     }
     let image = broker.image();
-    // v10+ clients (KIP-848 consumers) may ask by topic id alone.
-    let by_id: Vec<uuid::Uuid> = request
-        .topics
-        .iter()
-        .flatten()
-        .filter(|t| t.name.is_none() && !t.topic_id.is_nil())
-        .map(|t| t.topic_id)
-        .collect();
-    let on_listener = |b: &BrokerRegistration| broker.endpoint_of(b, &ctx.listener).is_some();
-    let rules = ViewRules::metadata(version);
-    let describe = |t: &TopicImage| describe_topic(&image, t, rules, &on_listener);
-    let mut topics = requested_topics(&image, requested.as_deref(), &describe);
-    // Kafka reports operations for every topic asked by name (also unknown ones: no
-    // authorizer hides them) and for topics found by id, not for unknown ids.
-    let topic_operations =
-        authorized_operations::topic_operations(request.include_topic_authorized_operations);
-    for topic in &mut topics {
-        topic.topic_authorized_operations = topic_operations;
-    }
-    for id in by_id {
-        topics.push(match image.topic_by_id(&id) {
-            Some(t) => describe(t).with_topic_authorized_operations(topic_operations),
-            None => MetadataResponseTopic::default()
-                .with_error_code(code::UNKNOWN_TOPIC_ID)
-                .with_topic_id(id),
-        });
-    }
+    let topics = described_topics(broker, &image, &request, version, ctx, requested.as_deref());
     let response = MetadataResponse::default()
         .with_brokers(brokers(&image, broker, &ctx.listener))
         .with_cluster_id(Some(str_bytes(&broker.cluster_id)))
@@ -94,6 +52,59 @@ pub async fn handle(
         request.include_cluster_authorized_operations,
     );
     fit_to_version(response, version)
+}
+
+/// The topic names asked for; `None`: all topics. v1+: null = all topics, empty = none; v0 has
+/// no null and asks for all with an empty list (Kafka's `MetadataRequest.isAllTopics`).
+fn requested_names(request: &MetadataRequest, version: i16) -> Option<Vec<String>> {
+    let topics = request.topics.as_ref()?;
+    if version == 0 && topics.is_empty() {
+        return None;
+    }
+    Some(
+        topics
+            .iter()
+            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect(),
+    )
+}
+
+/// The topics of the response: those asked by name (or all), then those asked by id alone (v10+
+/// clients, KIP-848 consumers, may), with their authorized operations when asked for.
+fn described_topics(
+    broker: &Broker,
+    image: &MetadataImage,
+    request: &MetadataRequest,
+    version: i16,
+    ctx: &RequestContext,
+    requested: Option<&[String]>,
+) -> Vec<MetadataResponseTopic> {
+    let by_id = request
+        .topics
+        .iter()
+        .flatten()
+        .filter(|t| t.name.is_none() && !t.topic_id.is_nil())
+        .map(|t| t.topic_id);
+    let on_listener = |b: &BrokerRegistration| broker.endpoint_of(b, &ctx.listener).is_some();
+    let rules = ViewRules::metadata(version);
+    let describe = |t: &TopicImage| describe_topic(image, t, rules, &on_listener);
+    let mut topics = requested_topics(image, requested, &describe);
+    // Kafka reports operations for every topic asked by name (also unknown ones: no
+    // authorizer hides them) and for topics found by id, not for unknown ids.
+    let topic_operations =
+        authorized_operations::topic_operations(request.include_topic_authorized_operations);
+    for topic in &mut topics {
+        topic.topic_authorized_operations = topic_operations;
+    }
+    for id in by_id {
+        topics.push(match image.topic_by_id(&id) {
+            Some(t) => describe(t).with_topic_authorized_operations(topic_operations),
+            None => MetadataResponseTopic::default()
+                .with_error_code(code::UNKNOWN_TOPIC_ID)
+                .with_topic_id(id),
+        });
+    }
+    topics
 }
 
 /// The topics asked for by name (`None`: all of them); an unknown name is

@@ -67,7 +67,7 @@ pub fn led_partition(
     broker: &crate::context::Broker,
     topic: &str,
     index: i32,
-) -> Result<std::sync::Arc<crate::partition::Partition>, i16> {
+) -> Result<std::sync::Arc<crate::replica::partition::Partition>, i16> {
     use crate::errors::code;
     match broker.replicas.get(topic, index) {
         Some(p) if p.role().leader == broker.node_id => Ok(p),

@@ -26,7 +26,7 @@ use runnel_metadata::acl::{AclOperation, ResourceType};
 use super::str_bytes;
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
-use crate::partition::{join_all, Appended, Partition, Refused, Replicated};
+use crate::replica::partition::{join_all, Appended, Partition, Refused, Replicated};
 use uuid::Uuid;
 
 const ZSTD: u8 = 4;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::context::Broker;
 use crate::errors::code;
-use crate::startup::base64_url;
+use crate::node::base64_url;
 
 pub const API_KEY: i16 = 32000;
 

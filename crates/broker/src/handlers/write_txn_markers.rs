@@ -21,7 +21,7 @@ use super::{led_partition, topic_str};
 use crate::context::Broker;
 use crate::errors::code;
 use crate::group_manager::OFFSETS_TOPIC;
-use crate::partition::join_all;
+use crate::replica::partition::join_all;
 
 /// How long a marker waits for the ISR (Kafka: `request.timeout.ms`, 30000).
 const MARKER_TIMEOUT: Duration = Duration::from_millis(30_000);

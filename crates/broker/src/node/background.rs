@@ -11,7 +11,7 @@ use super::settings::NodeSettings;
 use crate::clock::now_ms;
 use crate::context::Broker;
 use crate::log_dir_failure::LogDirFailure;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// Starts the tasks that run until shutdown: the ISR shrinker, the log cleaner, producer-state
 /// expiry, the log-directory failure watch (its receiver is returned) and housekeeping.
@@ -21,7 +21,7 @@ pub(super) fn spawn_all(
     shutdown: &watch::Receiver<bool>,
 ) -> watch::Receiver<Option<LogDirFailure>> {
     let replicas = &broker.replicas;
-    crate::isr::spawn_shrinker(
+    crate::replica::isr::spawn_shrinker(
         replicas.clone(),
         broker.controller.clone(),
         settings.replica_lag_time_max_ms,

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use super::settings::NodeSettings;
 use crate::config::BrokerConfig;
 use crate::group_manager::GroupHandle;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::txn_manager::TxnHandle;
 use crate::BrokerError;
 
@@ -28,7 +28,7 @@ pub(super) fn spawn(
     image: &watch::Receiver<Arc<MetadataImage>>,
 ) -> Result<Coordinators, BrokerError> {
     let node_id = config.node_id;
-    crate::replica_fetcher::spawn(
+    crate::replica::fetcher::spawn(
         node_id,
         // Validated to lie within 0..=i32::MAX.
         i32::try_from(config.get_i64("replica.fetch.response.max.bytes", 10_485_760))

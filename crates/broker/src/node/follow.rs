@@ -10,7 +10,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::controller::client::ControllerClient;
 use crate::publisher::{follow, Publisher};
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// Publishes `image` (the empty image a start begins with) and spawns the follower over
 /// `quorum`. Returns the image's receiver and where to send the leader's committed offset

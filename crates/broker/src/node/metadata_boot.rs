@@ -22,7 +22,7 @@ use crate::config::{BrokerConfig, ClusterConfig};
 use crate::controller::client::ControllerClient;
 use crate::controller::shell::{Backend, ControllerHandle, ControllerShell};
 use crate::metadata_import::PendingImport;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 use crate::BrokerError;
 
 /// What the metadata start needs besides the configuration.

@@ -5,7 +5,6 @@
 //! `follow` (the metadata follower), `registration` (registration, unfencing, heartbeats),
 //! `coordinators` (replica fetcher, group and transaction coordinators), `background`
 //! (housekeeping, cleaner, dynamic configs, ...) and `running` (the handle and shutdown).
-//! `lib.rs` keeps this module at its old path `crate::startup` too.
 
 mod background;
 mod cluster_id;

@@ -11,8 +11,8 @@ use runnel_raft::storage::log::LogStore;
 
 use crate::config::BrokerConfig;
 use crate::metadata_import::PendingImport;
-use crate::partition::log_config;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::log_config;
 use crate::BrokerError;
 
 /// The opened storage.

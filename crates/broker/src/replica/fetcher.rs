@@ -27,8 +27,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::partition::Partition;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::Partition;
 
 const FETCH_VERSION: i16 = 15;
 const MAX_WAIT_MS: i32 = 500;

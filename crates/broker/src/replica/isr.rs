@@ -9,8 +9,8 @@ use tokio::sync::watch;
 
 use crate::clock::now_ms;
 use crate::controller::client::ControllerClient;
-use crate::partition::Partition;
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
+use crate::replica::partition::Partition;
 
 /// Sends a pending ISR change to the controller in the background (a fetch must not wait for
 /// it), and again after a pause while the answer says nothing about the change (no controller,

@@ -17,7 +17,7 @@ use runnel_metadata::{
 };
 
 use super::local_changes::{self, HostedReplica};
-use crate::partition::{log_config, Partition, Role};
+use crate::replica::partition::{log_config, Partition, Role};
 
 /// What applying an image does to a partition log on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

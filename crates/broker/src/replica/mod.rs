@@ -2,9 +2,7 @@
 //! and each other. `partition` (one hosted replica, its operations split by job), `manager`
 //! (the image, or a delta, applied to the local logs), `local_changes` (which partitions a
 //! delta may change), `fetcher` (follower replication: one task per
-//! leader), `isr` (the leader's ISR changes sent to the controller). `lib.rs` re-exports them
-//! at the crate paths callers use (`crate::partition`, `crate::replica_manager`,
-//! `crate::replica_fetcher`, `crate::isr`).
+//! leader), `isr` (the leader's ISR changes sent to the controller).
 
 pub mod fetcher;
 pub mod isr;

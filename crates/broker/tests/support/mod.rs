@@ -1,5 +1,5 @@
 //! An in-process single-node broker for tests that call the dispatcher without sockets: a temp
-//! data dir, `startup::start` (the same code path as `runnel broker`, listening on an ephemeral
+//! data dir, `node::start` (the same code path as `runnel broker`, listening on an ephemeral
 //! port nobody uses), and `dispatch(frame)` on its own runtime, each call bounded by a timeout.
 //! A panic hook counts panics on every thread (handlers' spawned tasks included).
 
@@ -14,8 +14,8 @@ use bytes::Bytes;
 use runnel_broker::config::BrokerConfig;
 use runnel_broker::context::Broker;
 use runnel_broker::dispatch::{dispatch, DispatchError};
+use runnel_broker::node::{self, RunningBroker};
 use runnel_broker::principal::ConnectionIdentity;
-use runnel_broker::startup::{self, RunningBroker};
 use runnel_broker::BrokerArgs;
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
@@ -83,7 +83,7 @@ impl InProcessBroker {
             .build()
             .expect("runtime");
         let running = runtime
-            .block_on(startup::start(config))
+            .block_on(node::start(config))
             .expect("broker starts");
         let broker = running.broker.clone();
         InProcessBroker {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::delete_records_request::{
@@ -16,6 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{Admin, ItemResults};
 use crate::client::Client;
 use crate::error::{ClientError, Result};
+use crate::metadata::ClusterMetadata;
 
 /// Which offset ListOffsets should find.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,42 +77,9 @@ where
     let mut attempt = 0u32;
     let mut backoff = client.config().retry_backoff;
     loop {
-        let mut topics: Vec<String> = pending.iter().map(|((t, _), _)| t.clone()).collect();
-        topics.sort();
-        topics.dedup();
-        let meta = if attempt == 0
-            && topics
-                .iter()
-                .all(|t| client.metadata().topics.contains_key(t))
-        {
-            client.metadata()
-        } else {
-            client.refresh_metadata(Some(&topics)).await?
-        };
-        let mut by_leader: BTreeMap<i32, Vec<(Tp, Q)>> = BTreeMap::new();
+        let meta = metadata_for(client, &pending, attempt).await?;
         let mut retry = Vec::new();
-        for item in pending.drain(..) {
-            let ((topic, partition), _) = &item;
-            let leader = match meta.topics.get(topic).map(|t| t.partition(*partition)) {
-                None => Err(ClientError::kafka(
-                    runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
-                    Some(format!("topic '{topic}'")),
-                )),
-                Some(None) => Err(ClientError::kafka(
-                    runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
-                    Some(format!("{topic}-{partition}")),
-                )),
-                Some(Some(p)) => Ok(p.leader),
-            };
-            match leader {
-                Err(e) => done.push((item.0, Err(e))),
-                Ok(Some(leader)) => by_leader.entry(leader).or_default().push(item),
-                Ok(None) => retry.push((
-                    item,
-                    ClientError::kafka(runnel_codes::LEADER_NOT_AVAILABLE, None),
-                )),
-            }
-        }
+        let by_leader = group_by_leader(&meta, pending, &mut done, &mut retry);
         for (leader, group) in by_leader {
             let originals = group.clone();
             match send(leader, group).await {
@@ -147,6 +116,57 @@ where
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(client.config().retry_backoff_max);
     }
+}
+
+/// The metadata to route by: the cached one on the first attempt if it knows every topic,
+/// else a refresh of the pending partitions' topics.
+async fn metadata_for<Q>(
+    client: &Client,
+    pending: &[(Tp, Q)],
+    attempt: u32,
+) -> Result<Arc<ClusterMetadata>> {
+    let mut topics: Vec<String> = pending.iter().map(|((t, _), _)| t.clone()).collect();
+    topics.sort();
+    topics.dedup();
+    let cached = client.metadata();
+    if attempt == 0 && topics.iter().all(|t| cached.topics.contains_key(t)) {
+        return Ok(cached);
+    }
+    client.refresh_metadata(Some(&topics)).await
+}
+
+/// The pending partitions grouped by leader; an unknown partition is answered at once
+/// (`done`), one without a leader waits for the next attempt (`retry`).
+fn group_by_leader<Q, T>(
+    meta: &ClusterMetadata,
+    pending: Vec<(Tp, Q)>,
+    done: &mut Vec<(Tp, Result<T>)>,
+    retry: &mut Vec<((Tp, Q), ClientError)>,
+) -> BTreeMap<i32, Vec<(Tp, Q)>> {
+    let mut by_leader: BTreeMap<i32, Vec<(Tp, Q)>> = BTreeMap::new();
+    for item in pending {
+        let ((topic, partition), _) = &item;
+        let leader = match meta.topics.get(topic).map(|t| t.partition(*partition)) {
+            None => Err(ClientError::kafka(
+                runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(format!("topic '{topic}'")),
+            )),
+            Some(None) => Err(ClientError::kafka(
+                runnel_codes::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(format!("{topic}-{partition}")),
+            )),
+            Some(Some(p)) => Ok(p.leader),
+        };
+        match leader {
+            Err(e) => done.push((item.0, Err(e))),
+            Ok(Some(leader)) => by_leader.entry(leader).or_default().push(item),
+            Ok(None) => retry.push((
+                item,
+                ClientError::kafka(runnel_codes::LEADER_NOT_AVAILABLE, None),
+            )),
+        }
+    }
+    by_leader
 }
 
 fn topic_name(s: &str) -> TopicName {

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 // BROKER_NOT_AVAILABLE: a broker named by stale metadata (not retriable in Kafka's table).
-use runnel_codes::BROKER_NOT_AVAILABLE;
+use runnel_codes::{BROKER_NOT_AVAILABLE, UNSUPPORTED_COMPRESSION_TYPE};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::{Connection, ResponseSlot};
@@ -185,83 +185,24 @@ async fn write_request(
     leader: i32,
     mut batches: Vec<Batch>,
 ) -> Option<Written> {
-    let conn = match inner.client.broker_connection(leader).await {
-        Ok(conn) => conn,
-        // Nothing was sent: the leader left the broker list (BROKER_NOT_AVAILABLE) or cannot
-        // be reached yet; wait for metadata as for an unknown leader.
-        Err(e) if e.is_retriable() || e.code() == Some(BROKER_NOT_AVAILABLE) => {
-            await_metadata(inner, batches, &e);
-            return None;
-        }
-        Err(e) => {
-            retry_or_fail(inner, batches, &e);
+    let (conn, version) = match produce_connection(inner, leader).await {
+        Ok(found) => found,
+        Err(unsent) => {
+            match unsent {
+                Unsent::Awaits(e) => await_metadata(inner, batches, &e),
+                Unsent::Retry(e) => retry_or_fail(inner, batches, &e),
+                Unsent::Fail(e) => fail_all(inner, batches, &e),
+            }
             return None;
         }
     };
-    let version = match conn.negotiated::<ProduceRequest>() {
-        Ok(v) => v,
+    let req = match produce_request(inner, &mut batches) {
+        Ok(req) => req,
         Err(e) => {
             fail_all(inner, batches, &e);
             return None;
         }
     };
-    if inner.config.compression == Compression::Zstd && version < 7 {
-        let e = ClientError::kafka(
-            76,
-            Some(format!(
-                "zstd needs Produce v7+, the broker speaks v{version}"
-            )),
-        );
-        fail_all(inner, batches, &e);
-        return None;
-    }
-    let mut topics: Vec<TopicProduceData> = Vec::new();
-    for batch in batches.iter_mut() {
-        let records = match &batch.encoded {
-            Some(bytes) => bytes.clone(),
-            None => {
-                let stamp = match (inner.identity, batch.base_sequence) {
-                    (Some(id), Some(seq)) => ProducerStamp {
-                        producer_id: id.id,
-                        producer_epoch: id.epoch,
-                        base_sequence: seq,
-                    },
-                    _ => ProducerStamp::none(),
-                };
-                let mut buf = BytesMut::with_capacity(batch.bytes + 128);
-                if let Err(e) =
-                    encode_batch(&batch.records, inner.config.compression, stamp, &mut buf)
-                {
-                    let batches = std::mem::take(&mut batches);
-                    fail_all(inner, batches, &e);
-                    return None;
-                }
-                let bytes = buf.freeze();
-                batch.encoded = Some(bytes.clone());
-                bytes
-            }
-        };
-        let mut pd = PartitionProduceData::default();
-        pd.index = batch.partition;
-        pd.records = Some(records);
-        match topics
-            .iter_mut()
-            .find(|t| t.name.0.as_str() == &*batch.topic)
-        {
-            Some(t) => t.partition_data.push(pd),
-            None => {
-                let mut t = TopicProduceData::default();
-                t.name = TopicName(StrBytes::from_string(batch.topic.to_string()));
-                t.partition_data.push(pd);
-                topics.push(t);
-            }
-        }
-    }
-    let mut req = ProduceRequest::default();
-    req.acks = inner.config.acks;
-    req.timeout_ms = i32::try_from(inner.config.request_timeout.as_millis()).unwrap_or(i32::MAX);
-    req.topic_data = topics;
-
     if inner.config.acks == 0 {
         match conn.send_no_response(&req, version).await {
             Ok(()) => {
@@ -285,6 +226,88 @@ async fn write_request(
             None
         }
     }
+}
+
+/// Why no Produce request was written, and what becomes of its batches.
+enum Unsent {
+    /// The leader left the broker list (BROKER_NOT_AVAILABLE) or cannot be reached yet: wait
+    /// for metadata as for an unknown leader.
+    Awaits(ClientError),
+    Retry(ClientError),
+    Fail(ClientError),
+}
+
+/// The leader's connection and the Produce version it speaks (zstd needs v7+).
+async fn produce_connection(
+    inner: &Arc<Inner>,
+    leader: i32,
+) -> Result<(Arc<Connection>, i16), Unsent> {
+    let conn = match inner.client.broker_connection(leader).await {
+        Ok(conn) => conn,
+        Err(e) if e.is_retriable() || e.code() == Some(BROKER_NOT_AVAILABLE) => {
+            return Err(Unsent::Awaits(e))
+        }
+        Err(e) => return Err(Unsent::Retry(e)),
+    };
+    let version = conn.negotiated::<ProduceRequest>().map_err(Unsent::Fail)?;
+    if inner.config.compression == Compression::Zstd && version < 7 {
+        return Err(Unsent::Fail(ClientError::kafka(
+            UNSUPPORTED_COMPRESSION_TYPE,
+            Some(format!(
+                "zstd needs Produce v7+, the broker speaks v{version}"
+            )),
+        )));
+    }
+    Ok((conn, version))
+}
+
+/// The Produce request of the batches, each encoded once (a retry sends the same bytes, with
+/// its sequence).
+fn produce_request(inner: &Inner, batches: &mut [Batch]) -> Result<ProduceRequest, ClientError> {
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    for batch in batches.iter_mut() {
+        let mut pd = PartitionProduceData::default();
+        pd.index = batch.partition;
+        pd.records = Some(encoded(inner, batch)?);
+        match topics
+            .iter_mut()
+            .find(|t| t.name.0.as_str() == &*batch.topic)
+        {
+            Some(t) => t.partition_data.push(pd),
+            None => {
+                let mut t = TopicProduceData::default();
+                t.name = TopicName(StrBytes::from_string(batch.topic.to_string()));
+                t.partition_data.push(pd);
+                topics.push(t);
+            }
+        }
+    }
+    let mut req = ProduceRequest::default();
+    req.acks = inner.config.acks;
+    req.timeout_ms = i32::try_from(inner.config.request_timeout.as_millis()).unwrap_or(i32::MAX);
+    req.topic_data = topics;
+    Ok(req)
+}
+
+/// The batch's records as a v2 batch, stamped with the producer and its sequence; encoded on
+/// the first send and kept.
+fn encoded(inner: &Inner, batch: &mut Batch) -> Result<bytes::Bytes, ClientError> {
+    if let Some(bytes) = &batch.encoded {
+        return Ok(bytes.clone());
+    }
+    let stamp = match (inner.identity, batch.base_sequence) {
+        (Some(id), Some(seq)) => ProducerStamp {
+            producer_id: id.id,
+            producer_epoch: id.epoch,
+            base_sequence: seq,
+        },
+        _ => ProducerStamp::none(),
+    };
+    let mut buf = BytesMut::with_capacity(batch.bytes + 128);
+    encode_batch(&batch.records, inner.config.compression, stamp, &mut buf)?;
+    let bytes = buf.freeze();
+    batch.encoded = Some(bytes.clone());
+    Ok(bytes)
 }
 
 /// Waits for a written request's response (the in-flight slot is held until then) and

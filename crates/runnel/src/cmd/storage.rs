@@ -129,7 +129,7 @@ pub fn run(args: StorageArgs) -> Result<()> {
 pub fn random_uuid() -> String {
     loop {
         let bytes: [u8; 16] = rand::random();
-        let text = runnel_broker::startup::base64_url(&bytes);
+        let text = runnel_broker::node::base64_url(&bytes);
         if !text.starts_with('-') && bytes.iter().any(|b| *b != 0) {
             return text;
         }

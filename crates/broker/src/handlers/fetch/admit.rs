@@ -17,7 +17,7 @@ use super::response::partition_error;
 use crate::context::Broker;
 use crate::errors::code;
 use crate::handlers::fetch_follower_read;
-use crate::partition::{FollowerPosition, Partition};
+use crate::replica::partition::{FollowerPosition, Partition};
 
 /// Whether this broker reads `fp` for the request: the partition hosted here, a role that may
 /// serve this fetcher (leader, or a follower serving a KIP-392 consumer), the current leader
@@ -27,7 +27,7 @@ pub(super) fn admit(
     plan: &Plan,
     name: &str,
     fp: &FetchPartition,
-) -> Result<(Arc<Partition>, crate::partition::Role), Box<Answer>> {
+) -> Result<(Arc<Partition>, crate::replica::partition::Role), Box<Answer>> {
     let index = fp.partition;
     let refuse = |code| Box::new(Answer::error(partition_error(index, code)));
     let Some(partition) = broker.replicas.get(name, index) else {
@@ -104,7 +104,7 @@ fn follower_position(
         ))),
         FollowerPosition::Recorded { propose } => {
             if let Some(request) = propose {
-                crate::isr::propose(broker.controller.clone(), partition.clone(), request);
+                crate::replica::isr::propose(broker.controller.clone(), partition.clone(), request);
             }
             None
         }

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::context::Broker;
 use crate::handlers::fetch_follower_read::{self, ClientMetadata};
-use crate::partition::ReadBound;
+use crate::replica::partition::ReadBound;
 
 /// The largest response a frame can carry (its size prefix is an INT32).
 const FRAME_MAX: usize = i32::MAX as usize;

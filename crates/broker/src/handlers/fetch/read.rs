@@ -15,7 +15,7 @@ use super::response::{assemble, partition_error};
 use crate::context::Broker;
 use crate::errors::code;
 use crate::handlers::fetch_follower_read;
-use crate::partition::Partition;
+use crate::replica::partition::Partition;
 
 /// What one partition's pass produced.
 pub(super) struct Answer {

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use super::plan::Plan;
 use super::read::read_once;
 use crate::context::Broker;
-use crate::partition::{any_progress, Progress, ReadBound};
+use crate::replica::partition::{any_progress, Progress, ReadBound};
 
 // UNKNOWN_SERVER_ERROR: the read pass could not run (runtime shutting down).
 use crate::errors::code::UNKNOWN_SERVER_ERROR;

@@ -144,83 +144,115 @@ fn constrained(
     members: &[Member],
     owned: BTreeMap<String, Vec<TopicPartition>>,
 ) -> GroupAssignment {
-    let mut out = empty_assignment(members);
     let sorted = sorted_members(members);
     if sorted.is_empty() {
-        return out;
+        return empty_assignment(members);
     }
     let all = subscribed_partitions(partitions, members);
-    let consumers = sorted.len();
-    let min_quota = all.len() / consumers;
-    let max_quota = all.len().div_ceil(consumers);
-    let expected_over = all.len() % consumers;
-    let mut current_over = 0usize;
-    let mut under_min: Vec<String> = Vec::new();
-    let mut exactly_min: VecDeque<String> = VecDeque::new();
+    let mut deal = Dealing::new(empty_assignment(members), all.len(), sorted.len());
     let mut assigned: BTreeSet<TopicPartition> = BTreeSet::new();
     for m in &sorted {
         let mine = owned.get(&m.member_id).cloned().unwrap_or_default();
-        let keep = if mine.len() < min_quota {
-            under_min.push(m.member_id.clone());
-            mine.len()
-        } else if mine.len() >= max_quota && current_over < expected_over {
-            current_over += 1;
-            max_quota
-        } else {
-            if current_over < expected_over {
-                exactly_min.push_back(m.member_id.clone());
-            }
-            min_quota
-        };
-        let kept = &mine[..keep];
-        assigned.extend(kept.iter().cloned());
-        if let Some(list) = out.get_mut(&m.member_id) {
-            list.extend_from_slice(kept);
-        }
+        assigned.extend(deal.keep_owned(&m.member_id, &mine).iter().cloned());
     }
     // Members that reached the max quota in the first pass close the "exactly min" list
     // once the expected number of them exists.
-    if current_over >= expected_over {
-        exactly_min.clear();
+    if deal.current_over >= deal.expected_over {
+        deal.exactly_min.clear();
     }
-    let unassigned: Vec<TopicPartition> = all
-        .into_iter()
-        .filter(|tp| !assigned.contains(tp))
-        .collect();
-    let mut cursor = 0usize;
-    for tp in unassigned {
-        let member = if !under_min.is_empty() {
-            if cursor >= under_min.len() {
-                cursor = 0;
+    for tp in all.into_iter().filter(|tp| !assigned.contains(tp)) {
+        deal.give(tp);
+    }
+    deal.out
+}
+
+/// The state of [`constrained`]'s two passes: the quotas, who is below or exactly at the
+/// minimum, and the round-robin cursor over the members below it.
+struct Dealing {
+    out: GroupAssignment,
+    min_quota: usize,
+    max_quota: usize,
+    /// How many members end at the max quota (`P % C`), and how many are there so far.
+    expected_over: usize,
+    current_over: usize,
+    under_min: Vec<String>,
+    exactly_min: VecDeque<String>,
+    cursor: usize,
+}
+
+impl Dealing {
+    fn new(out: GroupAssignment, partitions: usize, consumers: usize) -> Dealing {
+        Dealing {
+            out,
+            min_quota: partitions / consumers,
+            max_quota: partitions.div_ceil(consumers),
+            expected_over: partitions % consumers,
+            current_over: 0,
+            under_min: Vec::new(),
+            exactly_min: VecDeque::new(),
+            cursor: 0,
+        }
+    }
+
+    /// First pass: the member keeps its owned partitions up to its quota; returns those kept.
+    fn keep_owned<'a>(&mut self, member: &str, mine: &'a [TopicPartition]) -> &'a [TopicPartition] {
+        let keep = if mine.len() < self.min_quota {
+            self.under_min.push(member.to_owned());
+            mine.len()
+        } else if mine.len() >= self.max_quota && self.current_over < self.expected_over {
+            self.current_over += 1;
+            self.max_quota
+        } else {
+            if self.current_over < self.expected_over {
+                self.exactly_min.push_back(member.to_owned());
             }
-            let m = under_min[cursor].clone();
-            cursor += 1;
+            self.min_quota
+        };
+        let kept = &mine[..keep];
+        if let Some(list) = self.out.get_mut(member) {
+            list.extend_from_slice(kept);
+        }
+        kept
+    }
+
+    /// Second pass: an unassigned partition goes round-robin to the members below the
+    /// minimum, then to those exactly at it (one partition each, up to `P % C` of them).
+    fn give(&mut self, tp: TopicPartition) {
+        let member = if !self.under_min.is_empty() {
+            if self.cursor >= self.under_min.len() {
+                self.cursor = 0;
+            }
+            let m = self.under_min[self.cursor].clone();
+            self.cursor += 1;
             m
-        } else if let Some(m) = exactly_min.pop_front() {
-            current_over += 1;
-            if current_over >= expected_over {
-                exactly_min.clear();
+        } else if let Some(m) = self.exactly_min.pop_front() {
+            self.current_over += 1;
+            if self.current_over >= self.expected_over {
+                self.exactly_min.clear();
             }
             m
         } else {
             // Unreachable with correct quotas; keep the partition unassigned rather than
             // break the balance guarantee.
             tracing::warn!(%tp, "sticky assignor: no member below quota");
-            continue;
+            return;
         };
-        let Some(list) = out.get_mut(&member) else {
-            continue;
+        let Some(list) = self.out.get_mut(&member) else {
+            return;
         };
         list.push(tp);
-        if list.len() == min_quota && cursor > 0 && under_min.get(cursor - 1) == Some(&member) {
-            cursor -= 1;
-            under_min.remove(cursor);
-            if current_over < expected_over {
-                exactly_min.push_back(member);
+        let cursor = self.cursor;
+        if list.len() == self.min_quota
+            && cursor > 0
+            && self.under_min.get(cursor - 1) == Some(&member)
+        {
+            self.cursor -= 1;
+            self.under_min.remove(self.cursor);
+            if self.current_over < self.expected_over {
+                self.exactly_min.push_back(member);
             }
         }
     }
-    out
 }
 
 /// Unequal subscriptions: keep every valid owned partition, give each unowned partition
