@@ -59,6 +59,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ConsumerGroupDescribe, 0, 1),
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
     (ApiKey::TxnOffsetCommit, 0, 5),
@@ -449,6 +450,10 @@ async fn call_api(call: Call<'_>, mut buf: Bytes) -> Result<Option<Bytes>, Dispa
                 handlers::admin_authz::describe_log_dirs
             )
         }
+        ApiKey::AlterReplicaLogDirs => call_ctx!(
+            AlterReplicaLogDirsRequest,
+            handlers::admin_authz::alter_replica_log_dirs
+        ),
         ApiKey::DescribeTopicPartitions => call_ctx!(
             DescribeTopicPartitionsRequest,
             handlers::admin_authz::describe_topic_partitions

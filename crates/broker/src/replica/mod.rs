@@ -2,13 +2,15 @@
 //! and each other. `partition` (one hosted replica, its operations split by job), `manager`
 //! (the image, or a delta, applied to the local logs), `local_changes` (which partitions a
 //! delta may change), `fetcher` (follower replication: one task per
-//! leader), `isr` (the leader's ISR changes sent to the controller). `lib.rs` re-exports them
+//! leader), `isr` (the leader's ISR changes sent to the controller), `log_dir_moves` (a replica
+//! moving between log dirs, AlterReplicaLogDirs). `lib.rs` re-exports them
 //! at the crate paths callers use (`crate::partition`, `crate::replica_manager`,
 //! `crate::replica_fetcher`, `crate::isr`).
 
 pub mod fetcher;
 pub mod isr;
 mod local_changes;
+pub mod log_dir_moves;
 pub mod manager;
 pub mod partition;
 #[cfg(test)]
