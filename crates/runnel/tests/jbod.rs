@@ -249,3 +249,46 @@ fn kill9_in_the_middle_of_a_move_loses_nothing() {
     let mut wire = broker.connect();
     assert_eq!(values(&wire.fetch_all("k", 0, 0)), sent);
 }
+
+/// `runnel reassign-partitions --execute` with a `log_dirs` entry moves the replica there
+/// (kafka-reassign-partitions.sh's executeMoves) and says so as the tool does.
+#[test]
+fn reassign_execute_moves_a_replica_to_its_log_dir() {
+    let root = tempfile::tempdir().unwrap();
+    let broker = start(root.path(), &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("r", 1, 1, &[]).0, 0);
+    let sent = produce_values(&mut wire, "r", 0, 100);
+    let (a, b) = dirs(root.path());
+    assert!(a.join("r-0").is_dir());
+    let plan = root.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"{{"version":1,"partitions":[{{"topic":"r","partition":0,"replicas":[1],"log_dirs":["{}"]}}]}}"#,
+            b.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_runnel"))
+        .arg("reassign-partitions")
+        .args(["--bootstrap-server", &broker.addr])
+        .args(["--execute", "--reassignment-json-file"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Successfully started log directory move for: r-0-1"),
+        "{text}"
+    );
+    wait_until("the move completes", || {
+        b.join("r-0").is_dir() && !a.join("r-0").exists()
+    });
+    assert_eq!(values(&wire.fetch_all("r", 0, 0)), sent);
+}
