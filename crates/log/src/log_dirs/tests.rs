@@ -177,3 +177,20 @@ fn two_current_copies_refuse_to_open() {
     let e = LogDirs::open(two_dirs(root.path()), LogConfig::default()).unwrap_err();
     assert!(e.to_string().contains("Duplicate log directories"), "{e}");
 }
+
+/// Kafka's abortAndPauseCleaning: a moving log is not handed to the cleaner (its sealed
+/// segments must not change under the copy); once the move ends it is again.
+#[test]
+fn a_moving_log_is_not_compacted() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = LogDirs::open(two_dirs(root.path()), LogConfig::default()).unwrap();
+    dirs.get_or_create("t", 0, uuid::Uuid::nil(), LogConfig::default())
+        .unwrap();
+    let Some(MoveStart::Started(mv)) = dirs.start_move("t", 0, 1).unwrap() else {
+        panic!("move not started")
+    };
+    assert!(!dirs.begin_cleaning("t", 0));
+    assert!(dirs.run_move("t", 0, &mv, &mut |_| {}).unwrap());
+    assert!(dirs.begin_cleaning("t", 0));
+    dirs.end_cleaning("t", 0);
+}
