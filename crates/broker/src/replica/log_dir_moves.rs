@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use runnel_log::log_dirs::Move;
+use runnel_log::log_dirs::{Move, MoveStart};
 
 use crate::replica_manager::ReplicaManager;
 
@@ -48,6 +48,26 @@ pub fn spawn(
         });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start a replica move thread");
+    }
+}
+
+/// Starts again the moves a kill interrupted (`LogDirs::take_resumable`), as Kafka resumes a
+/// future replica after a restart: called once the node serves, so the partitions are
+/// hosted. A partition no longer hosted here is skipped.
+pub fn resume(replicas: &Arc<ReplicaManager>, rate: i64) {
+    for (topic, partition, target) in replicas.logs().take_resumable() {
+        if replicas.get(&topic, partition).is_none() {
+            continue;
+        }
+        match replicas.logs().start_move(&topic, partition, target) {
+            Ok(Some(MoveStart::Started(mv))) => {
+                spawn(Arc::clone(replicas), topic, partition, mv, rate)
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(%topic, partition, error = %e, "cannot restart an interrupted replica move")
+            }
+        }
     }
 }
 

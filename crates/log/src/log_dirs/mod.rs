@@ -40,6 +40,8 @@ pub struct LogDirs {
     moves: Mutex<BTreeMap<Key, Arc<Move>>>,
     /// Logs the cleaner is compacting: a move does not swap them meanwhile.
     cleaning: Mutex<BTreeSet<Key>>,
+    /// Moves a kill interrupted, to start again once their partitions are hosted.
+    resumable: Mutex<Vec<(String, i32, usize)>>,
 }
 
 impl std::fmt::Debug for LogDirs {
@@ -82,8 +84,14 @@ fn scan(i: usize, dir: &Path) -> Result<Vec<Found>, LogError> {
     Ok(found)
 }
 
-/// Carries out the start-up plan (see `recovery`).
-fn apply(dirs: &[PathBuf], found: &[Found], steps: &[Step]) -> Result<(), LogError> {
+/// Carries out the start-up plan (see `recovery`); returns the moves to start again
+/// (topic, partition, target dir).
+fn apply(
+    dirs: &[PathBuf],
+    found: &[Found],
+    steps: &[Step],
+) -> Result<Vec<(String, i32, usize)>, LogError> {
+    let mut resume = Vec::new();
     let key_of = |dir: usize, name: &str| {
         found
             .iter()
@@ -95,6 +103,11 @@ fn apply(dirs: &[PathBuf], found: &[Found], steps: &[Step]) -> Result<(), LogErr
             Step::Remove { dir, name } => {
                 tracing::warn!(dir = %dirs[*dir].display(), name, "removing the leftover of an interrupted replica move");
                 fs::remove_dir_all(dirs[*dir].join(name))?;
+            }
+            Step::Resume { dir, name } => {
+                tracing::warn!(dir = %dirs[*dir].display(), name, "restarting an interrupted replica move");
+                fs::remove_dir_all(dirs[*dir].join(name))?;
+                resume.extend(key_of(*dir, name).map(|(t, p)| (t, p, *dir)));
             }
             Step::MakeCurrent { dir, from } => {
                 let Some((topic, partition)) = key_of(*dir, from) else {
@@ -117,14 +130,15 @@ fn apply(dirs: &[PathBuf], found: &[Found], steps: &[Step]) -> Result<(), LogErr
         }
         crate::checkpoint::sync_dir(&dirs[step_dir(step)])?;
     }
-    Ok(())
+    Ok(resume)
 }
 
 fn step_dir(step: &Step) -> usize {
     match step {
-        Step::Remove { dir, .. } | Step::MakeCurrent { dir, .. } | Step::SetAside { dir, .. } => {
-            *dir
-        }
+        Step::Remove { dir, .. }
+        | Step::MakeCurrent { dir, .. }
+        | Step::SetAside { dir, .. }
+        | Step::Resume { dir, .. } => *dir,
     }
 }
 
@@ -136,6 +150,7 @@ impl LogDirs {
             preferred: Mutex::default(),
             moves: Mutex::default(),
             cleaning: Mutex::default(),
+            resumable: Mutex::default(),
         }
     }
 
@@ -153,12 +168,20 @@ impl LogDirs {
         }
         let paths: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         let steps = recovery::plan(&found, &paths).map_err(LogError::LogDirs)?;
-        apply(&dirs, &found, &steps)?;
+        let resume = apply(&dirs, &found, &steps)?;
         let managers = dirs
             .into_iter()
             .map(|d| LogManager::open(d, default_config.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(LogDirs::of(managers))
+        let opened = LogDirs::of(managers);
+        *opened.resumable.lock() = resume;
+        Ok(opened)
+    }
+
+    /// The moves a kill interrupted (topic, partition, target dir), once: the broker starts
+    /// them again when the partitions are hosted.
+    pub fn take_resumable(&self) -> Vec<(String, i32, usize)> {
+        std::mem::take(&mut *self.resumable.lock())
     }
 
     /// The dirs, in `log.dirs` order.

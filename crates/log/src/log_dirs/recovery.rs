@@ -4,9 +4,10 @@
 //! A move (see `moves`) builds `<t>-<p>.<id>-future` in the target dir; its swap, once that
 //! copy is complete and fsynced, renames the source `<t>-<p>` to `<t>-<p>.<id>-moved`, then the
 //! future to `<t>-<p>`, then removes the moved one. So whatever instant a kill hits:
-//! * current + future (no moved): the copy was not finished; the future copy is dropped (the
-//!   current one is whole), as Kafka drops an abandoned future replica. The move must be
-//!   asked again.
+//! * current + future (no moved): the copy was not finished; the current copy is whole and
+//!   stays. The move restarts (as Kafka's future replica resumes after a restart): its
+//!   future copy is removed and the broker starts the move again once the partition is
+//!   hosted (`LogDirs::take_resumable`).
 //! * moved + future, no current: killed between the two renames; the future is complete, so
 //!   it becomes the current copy and the moved one is removed.
 //! * current + moved: killed after both renames; the moved copy is removed.
@@ -44,6 +45,9 @@ pub enum Step {
     MakeCurrent { dir: usize, from: String },
     /// Rename `from` to a fresh `-stray` name, within log dir `dir`.
     SetAside { dir: usize, from: String },
+    /// Remove the unfinished future copy `name` of log dir `dir` and move the partition there
+    /// again (from scratch) once it is hosted.
+    Resume { dir: usize, name: String },
 }
 
 /// The steps that leave at most one current copy of every partition, or why start-up refuses.
@@ -76,7 +80,16 @@ pub fn plan(found: &[Found], dir_paths: &[String]) -> Result<Vec<Step>, String> 
                     path(b)
                 ))
             }
-            ([_], _, _) => steps.extend(futures.iter().chain(&moved).map(|f| remove(f))),
+            ([_], _, _) => {
+                steps.extend(moved.iter().map(|f| remove(f)));
+                match futures.as_slice() {
+                    [one] => steps.push(Step::Resume {
+                        dir: one.dir,
+                        name: one.name.clone(),
+                    }),
+                    several => steps.extend(several.iter().map(|f| remove(f))),
+                }
+            }
             ([], [future], [_, ..]) => {
                 steps.push(Step::MakeCurrent {
                     dir: future.dir,
@@ -134,11 +147,11 @@ mod tests {
     }
 
     #[test]
-    fn an_unfinished_future_copy_is_dropped_and_the_current_kept() {
+    fn an_unfinished_move_restarts_and_the_current_copy_stays() {
         let steps = plan(&[f(0, Kind::Current), f(1, Kind::Future)], &paths()).unwrap();
         assert_eq!(
             steps,
-            vec![Step::Remove {
+            vec![Step::Resume {
                 dir: 1,
                 name: "t-0.f1-future".into()
             }]

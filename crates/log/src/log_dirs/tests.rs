@@ -148,6 +148,12 @@ fn killed_at(step: &str) -> (tempfile::TempDir, LogDirs) {
         other => panic!("{other}"),
     }
     let reopened = LogDirs::open(two_dirs(root.path()), LogConfig::default()).unwrap();
+    let resumed = reopened.take_resumable();
+    let expected: Vec<(String, i32, usize)> = match step {
+        "copying" => vec![("t".into(), 0, 1)],
+        _ => vec![],
+    };
+    assert_eq!(resumed, expected, "{step}: moves to restart");
     (root, reopened)
 }
 
