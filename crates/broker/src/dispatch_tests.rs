@@ -63,6 +63,7 @@ fn round_trip(key: ApiKey, version: i16) {
         ConsumerGroupDescribe,
         DescribeTopicPartitions,
         DescribeLogDirs,
+        AlterReplicaLogDirs,
         AddPartitionsToTxn,
         AddOffsetsToTxn,
         EndTxn,
@@ -140,6 +141,7 @@ pairs! {
     ConsumerGroupDescribe => ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse;
     DescribeTopicPartitions => DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse;
     DescribeLogDirs => DescribeLogDirsRequest, DescribeLogDirsResponse;
+    AlterReplicaLogDirs => AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse;
     AddPartitionsToTxn => AddPartitionsToTxnRequest, AddPartitionsToTxnResponse;
     AddOffsetsToTxn => AddOffsetsToTxnRequest, AddOffsetsToTxnResponse;
     EndTxn => EndTxnRequest, EndTxnResponse;

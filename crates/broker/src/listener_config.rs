@@ -411,6 +411,7 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             advertise: None,
             data_dir: "./x".into(),
+            log_dirs: vec!["./x".into()],
             cluster: None,
             props: BTreeMap::new(),
             dynamic: Default::default(),

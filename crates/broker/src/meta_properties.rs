@@ -205,6 +205,49 @@ fn write_atomic(dir: &Path, name: &str, text: &str) -> Result<(), MetaProperties
 }
 
 /// Writes `dir/meta.properties`.
+/// A log dir's `meta.properties` at start-up (KIP-858: every log dir carries the node's
+/// cluster and node ids and its own `directory.id`): what to write, if anything. A missing
+/// file gets one with `fresh_id`; a file of another cluster or node is refused with Kafka's
+/// texts; a file without a directory id (written before KIP-858) gets `fresh_id` added.
+pub fn log_dir_properties(
+    path: &Path,
+    stored: Option<&MetaProperties>,
+    cluster_id: &str,
+    node_id: i32,
+    fresh_id: String,
+) -> Result<Option<MetaProperties>, MetaPropertiesError> {
+    let Some(stored) = stored else {
+        return Ok(Some(MetaProperties {
+            cluster_id: cluster_id.to_string(),
+            node_id,
+            directory_id: Some(fresh_id),
+        }));
+    };
+    stored.verify(path, Some(cluster_id), node_id)?;
+    Ok(stored.directory_id.is_none().then(|| MetaProperties {
+        directory_id: Some(fresh_id),
+        ..stored.clone()
+    }))
+}
+
+/// Kafka's check that no two log dirs share a `directory.id` (a copied directory).
+pub fn check_distinct_directory_ids<'a>(
+    dirs: impl IntoIterator<Item = (&'a Path, Option<&'a str>)>,
+) -> Result<(), MetaPropertiesError> {
+    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    for (path, id) in dirs {
+        let Some(id) = id else { continue };
+        if let Some(other) = seen.insert(id, path) {
+            return Err(MetaPropertiesError::Mismatch(format!(
+                "Duplicate directory ID {id} found. It was the ID of {}, but also of {}",
+                other.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn write(dir: &Path, props: &MetaProperties) -> Result<(), MetaPropertiesError> {
     write_atomic(dir, META_PROPERTIES, &props.render())
 }
@@ -481,5 +524,45 @@ mod tests {
             },
         ];
         assert_eq!(b.voters().as_deref(), Some("1@127.0.0.1:9093,2@h:9094"));
+    }
+
+    /// KIP-858: every log dir's file names the node's cluster and node; a missing one or one
+    /// without a directory id is (re)written, a foreign one refuses the start.
+    #[test]
+    fn a_log_dirs_properties_are_checked_and_completed() {
+        let fresh = || "fresh-id".to_string();
+        let written = log_dir_properties(p(), None, "c1", 3, fresh())
+            .unwrap()
+            .unwrap();
+        assert_eq!(written.directory_id.as_deref(), Some("fresh-id"));
+        assert_eq!((written.cluster_id.as_str(), written.node_id), ("c1", 3));
+        let complete = MetaProperties {
+            cluster_id: "c1".into(),
+            node_id: 3,
+            directory_id: Some("d".into()),
+        };
+        assert_eq!(
+            log_dir_properties(p(), Some(&complete), "c1", 3, fresh()),
+            Ok(None)
+        );
+        let old = MetaProperties {
+            directory_id: None,
+            ..complete.clone()
+        };
+        let added = log_dir_properties(p(), Some(&old), "c1", 3, fresh())
+            .unwrap()
+            .unwrap();
+        assert_eq!(added.directory_id.as_deref(), Some("fresh-id"));
+        let e = log_dir_properties(p(), Some(&complete), "other", 3, fresh()).unwrap_err();
+        assert!(e.to_string().contains("Invalid cluster.id"), "{e}");
+        assert!(log_dir_properties(p(), Some(&complete), "c1", 4, fresh()).is_err());
+    }
+
+    #[test]
+    fn two_log_dirs_may_not_share_a_directory_id() {
+        let (a, b) = (Path::new("/a"), Path::new("/b"));
+        assert!(check_distinct_directory_ids([(a, Some("x")), (b, Some("y")), (b, None)]).is_ok());
+        let e = check_distinct_directory_ids([(a, Some("x")), (b, Some("x"))]).unwrap_err();
+        assert!(e.to_string().contains("Duplicate directory ID x"), "{e}");
     }
 }

@@ -198,6 +198,9 @@ macro_rules! paste_request {
     (DescribeLogDirs) => {
         DescribeLogDirsRequest
     };
+    (AlterReplicaLogDirs) => {
+        AlterReplicaLogDirsRequest
+    };
     (DescribeTopicPartitions) => {
         DescribeTopicPartitionsRequest
     };
@@ -297,6 +300,7 @@ requests!(
     ConsumerGroupHeartbeat,
     ConsumerGroupDescribe,
     DescribeLogDirs,
+    AlterReplicaLogDirs,
     DescribeTopicPartitions,
     AddPartitionsToTxn,
     AddOffsetsToTxn,

@@ -27,6 +27,8 @@ pub fn client_range(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::DescribeCluster => (0, 1),
         // kafka-log-dirs.sh (v4 adds the filesystem's total and usable bytes).
         ApiKey::DescribeLogDirs => (1, 4),
+        // kafka-reassign-partitions.sh's log_dirs (v2 is v1 with flexible fields).
+        ApiKey::AlterReplicaLogDirs => (1, 2),
         // v2 adds directory ids and voter endpoints (KIP-853), which the quorum tool does not
         // print in the format it reproduces.
         ApiKey::DescribeQuorum => (0, 1),

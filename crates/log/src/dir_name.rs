@@ -38,6 +38,29 @@ pub fn is_delete_dir(name: &str) -> bool {
     name.ends_with("-delete")
 }
 
+/// `<topic>-<partition>.<uuid-simple>-future`: Kafka's name for the copy a replica move
+/// (AlterReplicaLogDirs) builds in the target log dir.
+pub fn future_dir_name(topic: &str, partition: i32, uuid: uuid::Uuid) -> String {
+    format!("{topic}-{partition}.{}-future", uuid.simple())
+}
+
+/// `<topic>-<partition>.<uuid-simple>-moved`: Runnel's name for the source copy of a replica
+/// move between the two renames of its swap (the future copy is complete when it exists).
+pub fn moved_dir_name(topic: &str, partition: i32, uuid: uuid::Uuid) -> String {
+    format!("{topic}-{partition}.{}-moved", uuid.simple())
+}
+
+/// The partition of a `<topic>-<partition>.<id>-<suffix>` directory whose suffix is `suffix`.
+/// The id holds no `.`, so the partition part is what precedes the last `.`.
+pub fn parse_suffixed_dir(name: &str, suffix: &str) -> Option<(String, i32)> {
+    let rest = name.strip_suffix(suffix)?.strip_suffix('-')?;
+    let (partition_dir, id) = rest.rsplit_once('.')?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    parse_partition_dir(partition_dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +88,13 @@ mod tests {
         assert!(is_stray_dir(&s) && !is_delete_dir(&s));
         assert_eq!(parse_partition_dir(&s), None);
         assert_eq!(partition_dir_name("my-topic.v2", 17), "my-topic.v2-17");
+        let f = future_dir_name("my.t-x", 3, uuid::Uuid::nil());
+        assert_eq!(parse_partition_dir(&f), None);
+        assert_eq!(parse_suffixed_dir(&f, "future"), Some(("my.t-x".into(), 3)));
+        assert_eq!(parse_suffixed_dir(&f, "moved"), None);
+        let m = moved_dir_name("t", 0, uuid::Uuid::nil());
+        assert_eq!(parse_suffixed_dir(&m, "moved"), Some(("t".into(), 0)));
+        assert_eq!(parse_suffixed_dir("t-0-future", "future"), None);
+        assert_eq!(parse_suffixed_dir("t-0.-future", "future"), None);
     }
 }

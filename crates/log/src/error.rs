@@ -47,6 +47,10 @@ pub enum LogError {
     /// an fsync is never retried on the same file). Only a restart (recovery) clears it.
     #[error("log failed: {0}")]
     Failed(String),
+    /// The log dirs cannot be used as found (two current copies of a partition), or a replica
+    /// move between them cannot go on.
+    #[error("{0}")]
+    LogDirs(String),
     #[error(transparent)]
     Index(#[from] crate::index::IndexAppendError),
 }
@@ -65,7 +69,9 @@ impl LogError {
             LogError::InconsistentTopicId { .. } => codes::INCONSISTENT_TOPIC_ID,
             LogError::InvalidDirName(_) => codes::UNKNOWN_SERVER_ERROR,
             LogError::OffsetOverflow { .. } => codes::CORRUPT_MESSAGE,
-            LogError::Failed(_) | LogError::Index(_) => codes::KAFKA_STORAGE_ERROR,
+            LogError::Failed(_) | LogError::Index(_) | LogError::LogDirs(_) => {
+                codes::KAFKA_STORAGE_ERROR
+            }
         }
     }
 }

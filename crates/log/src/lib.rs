@@ -60,6 +60,7 @@ mod fault;
 pub mod fault;
 mod flush;
 mod index;
+pub mod log_dirs;
 mod manager;
 mod partition_log;
 pub mod partition_metadata;
@@ -74,6 +75,7 @@ pub use cleaner::{CleanStats, CompactionConfig, CompactionOutcome, CompactionPla
 pub use config::LogConfig;
 pub use error::LogError;
 pub use flush::FlushTarget;
+pub use log_dirs::LogDirs;
 pub use manager::{
     LogManager, SharedLog, CLEANER_CHECKPOINT, CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_CHECKPOINT,
     LOG_START_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,

@@ -293,6 +293,45 @@ impl LogManager {
         self.logs.lock().keys().cloned().collect()
     }
 
+    /// How many partition logs the directory holds.
+    pub fn len(&self) -> usize {
+        self.logs.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The directory's failure flag, for a log moving in (`LogDirs`' swap).
+    pub(crate) fn dir_failed_flag(&self) -> Arc<OnceLock<String>> {
+        Arc::clone(&self.dir_failed)
+    }
+
+    /// Forgets a partition whose log moved to another directory (nothing on disk changes).
+    pub(crate) fn forget(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Option<(SharedLog, Option<uuid::Uuid>)> {
+        self.logs
+            .lock()
+            .remove(&(topic.to_string(), partition))
+            .map(|e| (e.log, e.topic_id))
+    }
+
+    /// Adopts a partition log that moved here from another directory.
+    pub(crate) fn adopt(
+        &self,
+        topic: &str,
+        partition: i32,
+        log: SharedLog,
+        topic_id: Option<uuid::Uuid>,
+    ) {
+        self.logs
+            .lock()
+            .insert((topic.to_string(), partition), Entry { log, topic_id });
+    }
+
     fn snapshot(&self) -> Vec<((String, i32), SharedLog)> {
         self.logs
             .lock()

@@ -57,9 +57,23 @@ pub fn node_id(flag: Option<i32>, props: &BTreeMap<String, String>) -> Result<i3
         .map_err(|_| BrokerError::Config(format!("{key} must be an int, got '{raw}'")))
 }
 
-/// `--data-dir`, else `log.dirs` / `log.dir` of the configuration (one directory: Runnel's
-/// data directory holds the partition logs and the metadata log), else `./runnel-data`
-/// (`runnel broker` and `runnel storage`).
+/// The directories of `log.dirs` (else `log.dir`), comma-separated, blanks dropped.
+fn listed_log_dirs(props: &BTreeMap<String, String>) -> Option<(&'static str, Vec<PathBuf>)> {
+    ["log.dirs", "log.dir"].into_iter().find_map(|key| {
+        let raw = props.get(key)?;
+        let dirs: Vec<PathBuf> = raw
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        Some((key, dirs))
+    })
+}
+
+/// The node's data directory, which holds `meta.properties`, the bootstrap file and the
+/// metadata log: `--data-dir`, else `metadata.log.dir` (Kafka's property), else the first of
+/// `log.dirs` / `log.dir`, else `./runnel-data` (`runnel broker` and `runnel storage`).
 pub fn data_dir(
     flag: Option<&Path>,
     props: &BTreeMap<String, String>,
@@ -67,23 +81,38 @@ pub fn data_dir(
     if let Some(dir) = flag {
         return Ok(dir.to_path_buf());
     }
-    let Some((key, raw)) = ["log.dirs", "log.dir"]
-        .into_iter()
-        .find_map(|k| props.get(k).map(|v| (k, v)))
-    else {
-        return Ok(PathBuf::from("./runnel-data"));
-    };
-    let dirs: Vec<&str> = raw
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .collect();
-    match dirs.as_slice() {
-        [one] => Ok(PathBuf::from(one)),
-        _ => Err(BrokerError::Config(format!(
-            "{key} must name exactly one directory (Runnel keeps one data directory per node), got '{raw}'"
-        ))),
+    if let Some(dir) = props
+        .get("metadata.log.dir")
+        .filter(|d| !d.trim().is_empty())
+    {
+        return Ok(PathBuf::from(dir.trim()));
     }
+    match listed_log_dirs(props) {
+        Some((_, dirs)) if !dirs.is_empty() => Ok(dirs[0].clone()),
+        Some((key, _)) => Err(BrokerError::Config(format!("{key} names no directory"))),
+        None => Ok(PathBuf::from("./runnel-data")),
+    }
+}
+
+/// The partition log dirs (Kafka's JBOD): `log.dirs` when it names several directories (the
+/// data directory then holds only the metadata), else the one data directory, as before
+/// several were supported. A directory listed twice is refused, as Kafka does.
+pub fn log_dirs(
+    data_dir: &Path,
+    props: &BTreeMap<String, String>,
+) -> Result<Vec<PathBuf>, BrokerError> {
+    let Some((key, dirs)) = listed_log_dirs(props).filter(|(_, d)| d.len() > 1) else {
+        return Ok(vec![data_dir.to_path_buf()]);
+    };
+    for (i, d) in dirs.iter().enumerate() {
+        if dirs[..i].contains(d) {
+            return Err(BrokerError::Config(format!(
+                "{key} lists {} twice",
+                d.display()
+            )));
+        }
+    }
+    Ok(dirs)
 }
 
 /// The controller listener named in `listeners` (Kafka's KRaft layout:

@@ -130,6 +130,12 @@ pub(super) const DEFAULTS: &[Def] = &[
     def("broker.rack", ""),
     def("broker.heartbeat.interval.ms", "2000"),
     def("broker.session.timeout.ms", "9000"),
+    // AlterReplicaLogDirs' copy rate (bytes/s); Kafka's default: unbounded.
+    def(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "9223372036854775807",
+    )
+    .at_least(1),
 ];
 
 /// Properties whose names we accept although they come from Kafka's time-unit families.
@@ -148,6 +154,7 @@ pub(super) const ALSO_KNOWN: &[&str] = &[
     "broker.id",
     "log.dirs",
     "log.dir",
+    "metadata.log.dir",
     "listeners",
     "advertised.listeners",
     "process.roles",

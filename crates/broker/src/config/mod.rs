@@ -24,7 +24,7 @@ mod settings;
 mod toml_file;
 mod validate;
 
-pub use cluster::{data_dir, node_id, parse_voters};
+pub use cluster::{data_dir, log_dirs, node_id, parse_voters};
 pub use settings::BrokerSettings;
 pub use toml_file::{read_config_file, read_toml};
 
@@ -50,7 +50,11 @@ pub struct BrokerConfig {
     pub node_id: i32,
     pub listen: SocketAddr,
     pub advertise: Option<String>,
+    /// `meta.properties`, the bootstrap file and the metadata log (see `cluster::data_dir`).
     pub data_dir: PathBuf,
+    /// The partition log dirs, in `log.dirs` order (`[data_dir]` unless `log.dirs` names
+    /// several).
+    pub log_dirs: Vec<PathBuf>,
     /// Present when `--controller-quorum-voters` (or `controller.quorum.voters`) is given.
     pub cluster: Option<ClusterConfig>,
     /// The Kafka properties set explicitly (TOML file, then overrides); defaults are not in
@@ -98,11 +102,13 @@ impl BrokerConfig {
         let node_id = cluster::node_id(args.node_id, &props)?;
         let data_dir = cluster::data_dir(args.data_dir.as_deref(), &props)?;
         let cluster = cluster_config(args, node_id, &data_dir, &props)?;
+        let log_dirs = cluster::log_dirs(&data_dir, &props)?;
         let config = BrokerConfig {
             node_id,
             listen,
             advertise: args.advertise.clone(),
             data_dir,
+            log_dirs,
             cluster,
             props,
             dynamic: DynamicConfigs::default(),

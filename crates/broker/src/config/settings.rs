@@ -33,6 +33,8 @@ pub struct BrokerSettings {
     pub producer_id_expiration_check_interval: Duration,
     /// `group.coordinator.rebalance.protocols` holds `consumer`: KIP-848 groups are served.
     pub consumer_protocol_enabled: bool,
+    /// `replica.alter.log.dirs.io.max.bytes.per.second`: a replica move's copy rate.
+    pub replica_alter_log_dirs_io_max_bytes_per_second: i64,
 }
 
 impl BrokerSettings {
@@ -65,6 +67,8 @@ impl BrokerSettings {
                 .get("producer.id.expiration.check.interval.ms", millis),
             consumer_protocol_enabled: r
                 .get("group.coordinator.rebalance.protocols", rebalance_protocols),
+            replica_alter_log_dirs_io_max_bytes_per_second: r
+                .get("replica.alter.log.dirs.io.max.bytes.per.second", long),
         };
         (settings, r.errors)
     }
@@ -206,6 +210,7 @@ mod tests {
             listen: "127.0.0.1:0".parse().unwrap(),
             advertise: None,
             data_dir: "./x".into(),
+            log_dirs: vec!["./x".into()],
             cluster: None,
             props: props
                 .iter()

@@ -107,11 +107,21 @@ fn kafka_server_properties_name_the_node_and_its_controller_listener() {
     a.data_dir = Some("./x".into());
     let c = BrokerConfig::from_args(&a).unwrap();
     assert_eq!((c.node_id, c.data_dir), (1, PathBuf::from("./x")));
-    // Several log.dirs are refused (one data directory per node).
-    a.overrides = vec!["log.dirs=/a,/b".into()];
+    assert_eq!(c.log_dirs, vec![PathBuf::from("./x")]);
+    // Several log.dirs (JBOD): every one holds partitions, the first the metadata too,
+    // unless metadata.log.dir (or --data-dir) names another.
+    a.overrides = vec!["log.dirs=/a, /b".into()];
     a.data_dir = None;
+    let c = BrokerConfig::from_args(&a).unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/a"));
+    assert_eq!(c.log_dirs, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    a.overrides.push("metadata.log.dir=/m".into());
+    let c = BrokerConfig::from_args(&a).unwrap();
+    assert_eq!(c.data_dir, PathBuf::from("/m"));
+    assert_eq!(c.log_dirs.len(), 2);
+    a.overrides = vec!["log.dirs=/a,/b,/a".into()];
     let e = BrokerConfig::from_args(&a).unwrap_err().to_string();
-    assert!(e.contains("exactly one directory"), "{e}");
+    assert!(e.contains("twice"), "{e}");
 }
 
 #[test]

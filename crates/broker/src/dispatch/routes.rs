@@ -155,6 +155,12 @@ async fn topics_and_configs(
         ApiKey::DescribeLogDirs => {
             timed!(call, buf, DescribeLogDirsRequest, admin::describe_log_dirs)
         }
+        ApiKey::AlterReplicaLogDirs => timed!(
+            call,
+            buf,
+            AlterReplicaLogDirsRequest,
+            admin::alter_replica_log_dirs
+        ),
         ApiKey::DescribeTopicPartitions => timed!(
             call,
             buf,

@@ -19,7 +19,10 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use runnel_metadata::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
-use super::{configs, describe_log_dirs, describe_topic_partitions, scram_credentials};
+use super::{
+    alter_replica_log_dirs, configs, describe_log_dirs, describe_topic_partitions,
+    scram_credentials,
+};
 use crate::context::{Broker, RequestContext};
 use crate::errors::code;
 
@@ -161,6 +164,20 @@ pub async fn describe_log_dirs(
         });
     }
     describe_log_dirs::handle(broker, request, version).await
+}
+
+/// AlterReplicaLogDirs needs ALTER on the cluster, else every partition answers
+/// CLUSTER_AUTHORIZATION_FAILED (Kafka's `handleAlterReplicaLogDirsRequest`).
+pub async fn alter_replica_log_dirs(
+    broker: &Arc<Broker>,
+    request: AlterReplicaLogDirsRequest,
+    _version: i16,
+    ctx: &RequestContext,
+) -> AlterReplicaLogDirsResponse {
+    if !broker.authorized_cluster(ctx, AclOperation::Alter) {
+        return alter_replica_log_dirs::refuse_all(&request, code::CLUSTER_AUTHORIZATION_FAILED);
+    }
+    alter_replica_log_dirs::handle(broker, request).await
 }
 
 pub async fn describe_topic_partitions(

@@ -1,16 +1,18 @@
-//! DescribeLogDirs (API 35): the broker's log directory, the size of every partition it hosts
-//! there and (v4, KIP-827) the filesystem's total and usable bytes. Kafka's
+//! DescribeLogDirs (API 35): every log directory of the broker (`log.dirs`), the size of every
+//! partition copy it holds and (v4, KIP-827) the filesystem's total and usable bytes. Kafka's
 //! `kafka-log-dirs.sh --describe` and AdminClient `describeLogDirs` /
 //! `describeReplicaLogDirs` ask it of each broker.
 //!
-//! As Kafka's `ReplicaManager.describeLogDirs`: a null topic list means every hosted
-//! partition, a list means only those of its partitions hosted here (others are left out, not
-//! errors); an offline directory answers KAFKA_STORAGE_ERROR with no topics. Runnel has one
-//! log directory per broker and no replica movement between directories, so `is_future_key`
-//! is always false. `offset_lag` is Kafka's `max(HW - LEO, 0)` for a current replica.
+//! As Kafka's `ReplicaManager.describeLogDirs`: one result per dir, by its absolute path; a
+//! null topic list means every partition there, a list means only those of its partitions
+//! (others are left out, not errors); an offline directory answers KAFKA_STORAGE_ERROR with
+//! no topics. A replica moving between dirs (AlterReplicaLogDirs) shows twice: current in its
+//! dir, and its future copy in the target dir with `is_future_key` and Kafka's lag
+//! `current LEO - future LEO` (the copy's known end, see `runnel_log::log_dirs::moves`).
+//! A current replica's `offset_lag` is Kafka's `max(HW - LEO, 0)`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
@@ -24,21 +26,77 @@ use crate::context::Broker;
 use crate::disk_space::{disk_space, DiskSpace};
 use crate::errors::code;
 
-/// One hosted partition's log, as the response reports it.
+/// One partition copy in a dir, as the response reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostedLog {
     pub topic: String,
     pub partition: i32,
     pub size_bytes: u64,
     pub offset_lag: i64,
+    /// The future copy of a replica moving into this dir.
+    pub is_future: bool,
 }
 
-/// The directory's state when asked.
-pub struct LogDirState<'a> {
-    pub path: &'a Path,
+/// A directory's state when asked.
+pub struct LogDirState {
+    pub path: PathBuf,
     pub failed: bool,
     pub space: Option<DiskSpace>,
     pub logs: Vec<HostedLog>,
+}
+
+/// The absolute path a log dir is reported and addressed by (Kafka's `getAbsolutePath`).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Every log dir's state, read from the hosted partitions.
+pub fn states(broker: &Broker) -> Vec<LogDirState> {
+    let replicas = &broker.replicas;
+    let dirs = replicas.logs();
+    let mut states: Vec<LogDirState> = dirs
+        .dirs()
+        .iter()
+        .map(|d| LogDirState {
+            path: absolute(d.dir()),
+            failed: d.dir_failure().is_some(),
+            space: disk_space(d.dir()),
+            logs: Vec::new(),
+        })
+        .collect();
+    let mut leo_of = BTreeMap::new();
+    for p in replicas.all() {
+        let Some(i) = dirs.dir_of(&p.topic, p.index) else {
+            continue;
+        };
+        let high_watermark = p.high_watermark();
+        let log = p.lock_log();
+        leo_of.insert((p.topic.clone(), p.index), log.log_end_offset());
+        states[i].failed |= log.failure().is_some();
+        states[i].logs.push(HostedLog {
+            topic: p.topic.clone(),
+            partition: p.index,
+            size_bytes: log.size_bytes(),
+            offset_lag: (high_watermark - log.log_end_offset()).max(0),
+            is_future: false,
+        });
+    }
+    for f in dirs.futures() {
+        let Some(state) = states.get_mut(f.dir) else {
+            continue;
+        };
+        let lag = leo_of
+            .get(&(f.topic.clone(), f.partition))
+            .map_or(-1, |leo| (leo - f.copied_to_offset).max(0));
+        state.logs.push(HostedLog {
+            topic: f.topic,
+            partition: f.partition,
+            size_bytes: f.size_bytes,
+            offset_lag: lag,
+            is_future: true,
+        });
+    }
+    states
 }
 
 pub async fn handle(
@@ -46,53 +104,35 @@ pub async fn handle(
     request: DescribeLogDirsRequest,
     version: i16,
 ) -> DescribeLogDirsResponse {
-    let replicas = &broker.replicas;
-    let path = replicas.logs().dir().to_path_buf();
-    let mut failed = false;
-    let logs = replicas
-        .all()
-        .into_iter()
-        .map(|p| {
-            let high_watermark = p.high_watermark();
-            let log = p.lock_log();
-            failed |= log.failure().is_some();
-            HostedLog {
-                topic: p.topic.clone(),
-                partition: p.index,
-                size_bytes: log.size_bytes(),
-                offset_lag: (high_watermark - log.log_end_offset()).max(0),
-            }
-        })
-        .collect();
-    let state = LogDirState {
-        path: &path,
-        failed,
-        space: disk_space(&path),
-        logs,
-    };
-    describe(&state, request.topics.as_deref(), version)
+    describe(&states(broker), request.topics.as_deref(), version)
 }
 
-/// The response for `requested` (None = every hosted partition) against `dir`.
+/// The response for `requested` (None = every partition) against `dirs`.
 pub fn describe(
-    dir: &LogDirState<'_>,
+    dirs: &[LogDirState],
     requested: Option<&[DescribableLogDirTopic]>,
     version: i16,
 ) -> DescribeLogDirsResponse {
-    let mut result = DescribeLogDirsResult::default()
-        .with_log_dir(str_bytes(&dir.path.to_string_lossy()))
-        .with_total_bytes(-1)
-        .with_usable_bytes(-1);
-    if dir.failed {
-        result.error_code = code::KAFKA_STORAGE_ERROR;
-    } else {
-        result.topics = topics(&dir.logs, requested);
-        if let (Some(space), true) = (dir.space, version >= 4) {
-            result.total_bytes = i64::try_from(space.total_bytes).unwrap_or(i64::MAX);
-            result.usable_bytes = i64::try_from(space.usable_bytes).unwrap_or(i64::MAX);
-        }
-    }
-    DescribeLogDirsResponse::default().with_results(vec![result])
+    let results = dirs
+        .iter()
+        .map(|dir| {
+            let mut result = DescribeLogDirsResult::default()
+                .with_log_dir(str_bytes(&dir.path.to_string_lossy()))
+                .with_total_bytes(-1)
+                .with_usable_bytes(-1);
+            if dir.failed {
+                result.error_code = code::KAFKA_STORAGE_ERROR;
+            } else {
+                result.topics = topics(&dir.logs, requested);
+                if let (Some(space), true) = (dir.space, version >= 4) {
+                    result.total_bytes = i64::try_from(space.total_bytes).unwrap_or(i64::MAX);
+                    result.usable_bytes = i64::try_from(space.usable_bytes).unwrap_or(i64::MAX);
+                }
+            }
+            result
+        })
+        .collect();
+    DescribeLogDirsResponse::default().with_results(results)
 }
 
 fn topics(
@@ -111,7 +151,8 @@ fn topics(
             DescribeLogDirsPartition::default()
                 .with_partition_index(log.partition)
                 .with_partition_size(i64::try_from(log.size_bytes).unwrap_or(i64::MAX))
-                .with_offset_lag(log.offset_lag),
+                .with_offset_lag(log.offset_lag)
+                .with_is_future_key(log.is_future),
         );
     }
     by_topic
@@ -135,12 +176,13 @@ mod tests {
             partition,
             size_bytes,
             offset_lag: 0,
+            is_future: false,
         }
     }
 
-    fn dir(failed: bool) -> LogDirState<'static> {
+    fn dir(failed: bool) -> LogDirState {
         LogDirState {
-            path: Path::new("/data/runnel"),
+            path: PathBuf::from("/data/runnel"),
             failed,
             space: Some(DiskSpace {
                 total_bytes: 1000,
@@ -174,7 +216,7 @@ mod tests {
 
     #[test]
     fn null_topics_describe_every_hosted_partition_sorted() {
-        let r = describe(&dir(false), None, 4);
+        let r = describe(&[dir(false)], None, 4);
         assert_eq!(
             sizes(&r),
             vec![
@@ -191,23 +233,46 @@ mod tests {
     #[test]
     fn a_topic_list_keeps_only_hosted_partitions_asked_for() {
         let requested = [asked("b", &[1, 7]), asked("zz", &[0])];
-        let r = describe(&dir(false), Some(&requested), 4);
+        let r = describe(&[dir(false)], Some(&requested), 4);
         assert_eq!(sizes(&r), vec![("b".into(), vec![(1, 30)])]);
-        assert!(describe(&dir(false), Some(&[]), 4).results[0]
+        assert!(describe(&[dir(false)], Some(&[]), 4).results[0]
             .topics
             .is_empty());
     }
 
     #[test]
     fn space_is_reported_from_v4_only() {
-        let result = &describe(&dir(false), None, 3).results[0];
+        let result = &describe(&[dir(false)], None, 3).results[0];
         assert_eq!((result.total_bytes, result.usable_bytes), (-1, -1));
     }
 
     #[test]
     fn an_offline_directory_answers_storage_error_without_topics() {
-        let result = &describe(&dir(true), None, 4).results[0];
+        let result = &describe(&[dir(true)], None, 4).results[0];
         assert_eq!(result.error_code, code::KAFKA_STORAGE_ERROR);
         assert!(result.topics.is_empty());
+    }
+
+    /// One result per dir, each with only its own partitions; a moving replica's future copy
+    /// in its target dir carries `is_future_key`.
+    #[test]
+    fn every_dir_answers_with_its_own_partitions_and_futures() {
+        let mut second = dir(false);
+        second.path = PathBuf::from("/data/two");
+        second.logs = vec![HostedLog {
+            is_future: true,
+            offset_lag: 5,
+            ..log("a", 0, 4)
+        }];
+        let r = describe(&[dir(false), second], None, 4);
+        assert_eq!(r.results.len(), 2);
+        assert_eq!(r.results[1].log_dir.as_str(), "/data/two");
+        let future = &r.results[1].topics[0].partitions[0];
+        assert!(future.is_future_key);
+        assert_eq!((future.partition_size, future.offset_lag), (4, 5));
+        assert!(r.results[0].topics[0]
+            .partitions
+            .iter()
+            .all(|p| !p.is_future_key));
     }
 }

@@ -5,6 +5,7 @@ pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod admin_authz;
+pub mod alter_replica_log_dirs;
 pub mod api_versions;
 pub mod client_quotas;
 pub mod cluster_authz;

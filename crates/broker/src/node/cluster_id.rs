@@ -41,6 +41,46 @@ pub(super) fn cluster_id(
     Ok(decision.cluster_id)
 }
 
+/// Every log dir's `meta.properties` (`meta_properties::log_dir_properties`): checked against
+/// the cluster and node ids, written where missing, directory ids distinct. The data
+/// directory's own file is `cluster_id`'s; it gets a directory id there too. A node whose one
+/// log dir is its data directory has nothing more to check (as before JBOD).
+pub(super) fn log_dir_properties(
+    data_dir: &Path,
+    log_dirs: &[std::path::PathBuf],
+    cluster_id: &str,
+    node_id: i32,
+) -> Result<(), BrokerError> {
+    use crate::meta_properties as mp;
+    if log_dirs.iter().all(|d| d == data_dir) {
+        return Ok(());
+    }
+    let startup = |e: mp::MetaPropertiesError| BrokerError::Startup(e.to_string());
+    let mut dirs: Vec<&Path> = vec![data_dir];
+    dirs.extend(
+        log_dirs
+            .iter()
+            .map(|d| d.as_path())
+            .filter(|d| *d != data_dir),
+    );
+    let mut ids = Vec::new();
+    for dir in dirs {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            BrokerError::Startup(format!("cannot create log dir {}: {e}", dir.display()))
+        })?;
+        let stored = mp::read(dir).map_err(startup)?;
+        let fresh = base64_url(uuid::Uuid::new_v4().as_bytes());
+        let path = dir.join(mp::META_PROPERTIES);
+        let write = mp::log_dir_properties(&path, stored.as_ref(), cluster_id, node_id, fresh)
+            .map_err(startup)?;
+        if let Some(props) = &write {
+            mp::write(dir, props).map_err(startup)?;
+        }
+        ids.push((dir, write.or(stored).and_then(|p| p.directory_id)));
+    }
+    mp::check_distinct_directory_ids(ids.iter().map(|(d, id)| (*d, id.as_deref()))).map_err(startup)
+}
+
 /// A stable 16-byte id from the voter set (CRC-32C of four salted copies), base64url like Kafka's.
 fn cluster_id_from_voters(voters: &BTreeMap<i32, String>) -> String {
     let text: String = voters.iter().map(|(id, a)| format!("{id}@{a},")).collect();

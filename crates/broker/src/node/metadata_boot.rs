@@ -73,6 +73,12 @@ pub(super) async fn start_metadata(
     let cluster = quorum_membership(config);
     let voters_for_id = config.cluster.as_ref().map(|c| &c.voters);
     let cluster_id = cluster_id(&config.data_dir, config.node_id, voters_for_id)?;
+    super::cluster_id::log_dir_properties(
+        &config.data_dir,
+        &config.log_dirs,
+        &cluster_id,
+        config.node_id,
+    )?;
     let quorum = Arc::new(start_quorum(config, &cluster, &cluster_id).await?);
     if let Some(file_log) = boot.file_log {
         file_log.import(&quorum).await?;

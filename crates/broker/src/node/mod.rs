@@ -88,6 +88,13 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, BrokerError> {
     }));
     let (shutdown, shutdown_rx) = watch::channel(false);
     let log_dir_failure = background::spawn_all(&broker, &settings, &shutdown_rx);
+    // Replica moves a kill interrupted start again now that their partitions are hosted.
+    crate::replica::log_dir_moves::resume(
+        &broker.replicas,
+        broker
+            .settings
+            .replica_alter_log_dirs_io_max_bytes_per_second,
+    );
     let server = ready.serve(&broker, &server_limits, &shutdown_rx);
     Ok(RunningBroker {
         node_id,

@@ -1,11 +1,11 @@
 //! The node's disk at start-up: the data directory, the metadata logs checked for damage
-//! before any partition directory is opened, then the partition logs (recovered) under the
-//! replica manager.
+//! before any partition directory is opened, then the partition logs of every log dir
+//! (recovered) under the replica manager.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use runnel_log::LogManager;
+use runnel_log::LogDirs;
 use runnel_metadata::{effective_topic_config, BrokerDefaults};
 use runnel_raft::storage::log::LogStore;
 
@@ -44,7 +44,9 @@ pub(super) fn open(
     LogStore::verify(&data_dir.join("metadata-quorum"))
         .map_err(|e| BrokerError::Startup(format!("metadata quorum did not start: {e}")))?;
     let default_log_config = log_config(&effective_topic_config(&BTreeMap::new(), defaults));
-    let logs = LogManager::open(data_dir, default_log_config)?;
+    // Every log dir's partitions, an interrupted replica move resolved first (runnel_log's
+    // `log_dirs::recovery`).
+    let logs = LogDirs::open(config.log_dirs.clone(), default_log_config)?;
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         logs,

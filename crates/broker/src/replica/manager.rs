@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use runnel_log::{CompactionConfig, LogManager};
+use runnel_log::{CompactionConfig, LogDirs};
 use runnel_metadata::image::{PartitionImage, TopicImage};
 use runnel_metadata::{
     effective_topic_config, BrokerDefaults, EffectiveTopicConfig, MetadataDelta, MetadataImage,
@@ -73,7 +73,7 @@ fn role_of(image: &MetadataImage, p: &PartitionImage, config: &Arc<EffectiveTopi
 
 pub struct ReplicaManager {
     node_id: i32,
-    logs: LogManager,
+    logs: LogDirs,
     defaults: BrokerDefaults,
     partitions: RwLock<Hosted>,
     /// Whether the metadata image has caught up with the leader's committed offset, so logs
@@ -89,14 +89,14 @@ pub struct ReplicaManager {
 impl ReplicaManager {
     pub fn new(
         node_id: i32,
-        logs: LogManager,
+        logs: impl Into<LogDirs>,
         defaults: BrokerDefaults,
         replica_lag_max_ms: i64,
     ) -> Self {
         ReplicaManager {
             replica_lag_max_ms,
             node_id,
-            logs,
+            logs: logs.into(),
             defaults,
             partitions: RwLock::new(HashMap::new()),
             caught_up: AtomicBool::new(false),
@@ -120,7 +120,7 @@ impl ReplicaManager {
             .collect()
     }
 
-    pub fn logs(&self) -> &LogManager {
+    pub fn logs(&self) -> &LogDirs {
         &self.logs
     }
 
@@ -381,20 +381,13 @@ impl ReplicaManager {
                 min_compaction_lag_ms: config.min_compaction_lag_ms,
                 max_compaction_lag_ms: config.max_compaction_lag_ms,
             };
-            let plan = {
-                let log = p.lock_log();
-                if !log.needs_compaction(now_ms, &compaction) {
-                    continue;
-                }
-                log.prepare_compaction(now_ms, &compaction)
-            };
-            let result = plan.and_then(|plan| match plan {
-                Some(plan) => {
-                    let outcome = plan.run()?;
-                    p.lock_log().finish_compaction(outcome).map(Some)
-                }
-                None => Ok(None),
-            });
+            // A log moving between dirs is not compacted meanwhile (Kafka's
+            // abortAndPauseCleaning): its sealed segments must not change under the copy.
+            if !self.logs.begin_cleaning(&p.topic, p.index) {
+                continue;
+            }
+            let result = Self::compact_one(&p, now_ms, &compaction);
+            self.logs.end_cleaning(&p.topic, p.index);
             match result {
                 Ok(Some(stats)) => {
                     cleaned += 1;
@@ -408,6 +401,27 @@ impl ReplicaManager {
             }
         }
         cleaned
+    }
+
+    fn compact_one(
+        p: &Partition,
+        now_ms: i64,
+        compaction: &CompactionConfig,
+    ) -> Result<Option<runnel_log::CleanStats>, runnel_log::LogError> {
+        let plan = {
+            let log = p.lock_log();
+            if !log.needs_compaction(now_ms, compaction) {
+                return Ok(None);
+            }
+            log.prepare_compaction(now_ms, compaction)?
+        };
+        match plan {
+            Some(plan) => {
+                let outcome = plan.run()?;
+                p.lock_log().finish_compaction(outcome).map(Some)
+            }
+            None => Ok(None),
+        }
     }
 
     /// Clean shutdown, before the logs close: every partition's producer state as of its LEO.

@@ -25,7 +25,7 @@ pub use configs::{
 };
 pub use elect_leaders::{elect_leaders_request, elect_leaders_results, ElectionType};
 pub use groups::{GroupDescription, GroupListing, GroupMemberDescription};
-pub use log_dirs::{LogDirInfo, ReplicaLogInfo};
+pub use log_dirs::{LogDirInfo, ReplicaLogDirMove, ReplicaLogInfo};
 pub(crate) use offsets as offsets_core;
 pub use offsets::{ListedOffset, OffsetSpec};
 pub use quorum::{describe_quorum_request, QuorumInfo, QuorumReplica, CLUSTER_METADATA_TOPIC};

@@ -11,6 +11,7 @@ mod flush;
 mod open;
 mod producer_snapshots;
 mod read;
+mod relocate;
 mod retention;
 mod truncate;
 mod txn_index;

@@ -9,7 +9,9 @@ use runnel_client::admin::ItemResults;
 use runnel_client::{Admin, TopicPartition};
 
 use super::current::current_assignment;
-use super::json::{format_reassignment_json, parse_reassignment, validate_for_execute};
+use super::json::{
+    format_reassignment_json, log_dir_moves, parse_reassignment, validate_for_execute,
+};
 use crate::cmd::java_exception::exception_message;
 
 /// Kafka's refusal to start while another reassignment runs (without `--additional`).
@@ -72,7 +74,8 @@ pub fn unknown_broker(
 
 /// Runs `--execute`.
 pub async fn execute(admin: &Admin, json: &str, additional: bool) -> Result<()> {
-    let targets = validate_for_execute(&parse_reassignment(json)?)?;
+    let entries = parse_reassignment(json)?;
+    let targets = validate_for_execute(&entries)?;
     let ongoing = admin.list_partition_reassignments(None, TIMEOUT).await?;
     if !additional && !ongoing.is_empty() {
         bail!(CANNOT_EXECUTE_BECAUSE_OF_EXISTING_MESSAGE);
@@ -123,8 +126,15 @@ pub async fn execute(admin: &Admin, json: &str, additional: bool) -> Result<()> 
     }
     let started: Vec<&TopicPartition> = targets.keys().collect();
     println!("{}", format_started(&started));
+    let moves = log_dir_moves(&entries);
+    if !moves.is_empty() {
+        super::log_dir_moves::execute_moves(admin, &moves, MOVES_TIMEOUT).await?;
+    }
     Ok(())
 }
+
+/// Kafka's `--timeout` default: how long a log dir move may wait for its replica to exist.
+const MOVES_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

@@ -174,16 +174,22 @@ pub fn validate_for_execute(
             duplicate_replicas.join(". ")
         );
     }
-    if let Some(e) = entries
-        .iter()
-        .find(|e| e.log_dirs.iter().any(|d| d != ANY_LOG_DIR))
-    {
-        bail!(
-            "{}: moving replicas between log directories (log_dirs other than \"any\") is not supported",
-            e.partition
-        );
-    }
     Ok(targets)
+}
+
+/// The replicas whose `log_dirs` entry names a directory (not `any`): (partition, broker,
+/// path), which `--execute` moves with AlterReplicaLogDirs (Kafka's `proposedReplicas`).
+pub fn log_dir_moves(entries: &[ReassignmentEntry]) -> Vec<(TopicPartition, i32, String)> {
+    entries
+        .iter()
+        .flat_map(|e| {
+            e.replicas
+                .iter()
+                .zip(&e.log_dirs)
+                .filter(|(_, dir)| dir.as_str() != ANY_LOG_DIR)
+                .map(|(b, dir)| (e.partition.clone(), *b, dir.clone()))
+        })
+        .collect()
 }
 
 /// The values that occur more than once, sorted.
@@ -314,9 +320,14 @@ mod tests {
             err(validate_for_execute(&[entry("t", 0, &[1, 1, 2]), entry("t", 1, &[3, 3])])),
             "Partition replica lists may not contain duplicate entries: t-0 contains multiple entries for 1. t-1 contains multiple entries for 3"
         );
-        let mut moved = entry("t", 0, &[1]);
-        moved.log_dirs = vec!["/data/a".into()];
-        assert!(err(validate_for_execute(&[moved])).contains("log directories"));
+        // A named log dir is a move the tool starts after the reassignment.
+        let mut moved = entry("t", 0, &[1, 2]);
+        moved.log_dirs = vec!["/data/a".into(), ANY_LOG_DIR.into()];
+        assert!(validate_for_execute(std::slice::from_ref(&moved)).is_ok());
+        assert_eq!(
+            log_dir_moves(&[moved, entry("t", 1, &[3])]),
+            vec![(TopicPartition::new("t", 0), 1, "/data/a".to_string())]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod execute;
 mod generate;
 mod json;
 mod list;
+mod log_dir_moves;
 mod verify;
 
 use anyhow::{bail, Context, Result};

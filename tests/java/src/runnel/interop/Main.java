@@ -38,6 +38,7 @@ public final class Main {
         SCENARIOS.put("admin-elect-leaders", AdminScenarios::electLeaders);
         SCENARIOS.put("admin-reassign", AdminScenarios::reassignPartitions);
         SCENARIOS.put("admin-log-dirs", AdminScenarios::pagedDescribeAndLogDirs);
+        SCENARIOS.put("admin-alter-log-dirs", LogDirScenarios::alterReplicaLogDirs);
         SCENARIOS.put("quorum-leader", FailoverScenarios::printQuorumLeader);
         SCENARIOS.put("create-topic-within", FailoverScenarios::createTopicWithin);
         SCENARIOS.put("config-types", ConfigScenarios::typesAndDocumentation);
