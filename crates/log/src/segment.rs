@@ -648,6 +648,30 @@ impl Segment {
         Ok(outcome)
     }
 
+    /// `(epoch, first offset)` each time the batches' leader epoch changes, read from the batch
+    /// headers only (for a lost epoch checkpoint). The segment was loaded or recovered, so its
+    /// batches are whole; a header that does not parse ends the walk (logged) rather than the
+    /// open, as the history before it is still right.
+    pub(crate) fn epoch_starts(&self) -> io::Result<Vec<(i32, i64)>> {
+        let mut starts: Vec<(i32, i64)> = Vec::new();
+        let mut pos = 0u64;
+        while pos < self.size {
+            let header = match read_header_at(&self.log, pos, self.size)? {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(base = self.base_offset, pos, error = %e, "epoch scan stopped at an unreadable batch");
+                    break;
+                }
+            };
+            let epoch = header.partition_leader_epoch;
+            if epoch >= 0 && starts.last().map(|s| s.0) != Some(epoch) {
+                starts.push((epoch, header.base_offset));
+            }
+            pos += header.total_size() as u64;
+        }
+        Ok(starts)
+    }
+
     /// Full recovery: verify every batch, rebuild both indexes, cut at the first bad batch.
     pub(crate) fn recover(&mut self, index_interval_bytes: u32) -> Result<ScanOutcome, LogError> {
         self.scan_from(0, true, index_interval_bytes)
