@@ -125,7 +125,7 @@ impl PartitionLog {
         // Recovery may have cut the tail a snapshot describes.
         crate::producer_snapshot::remove_where(&dir, |o| o > leo)?;
         let kept: Vec<i64> = segments.iter().map(|s| s.base_offset()).collect();
-        let aborted = super::txn_index::load(&dir, &kept);
+        let (aborted, txn_index_lost) = super::txn_index::load(&dir, &kept);
         let mut log = PartitionLog {
             dir,
             config,
@@ -137,6 +137,7 @@ impl PartitionLog {
             cleaner_checkpoint: 0,
             earliest_tombstone_horizon: None,
             aborted,
+            txn_index_lost,
             pending_deletes: Vec::new(),
             closed: false,
             first_unstable_offset: None,
