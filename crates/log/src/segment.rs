@@ -250,7 +250,7 @@ impl Segment {
             name_suffix: "",
         };
         if !needs_rebuild {
-            needs_rebuild = !seg.last_index_entry_is_sane()?;
+            needs_rebuild = !seg.last_index_entry_is_sane()? || !seg.last_time_entry_is_sane();
         }
         if !needs_rebuild && size > 0 {
             seg.first_batch_timestamp = match read_header_at(&seg.log, 0, size)? {
@@ -273,6 +273,20 @@ impl Segment {
                 Ok(h) if h.last_offset() == offset
             )),
         }
+    }
+
+    /// The last time-index entry is the segment's largest timestamp and the last offset of the
+    /// batch holding it, which time retention trusts: one damaged byte in a segment's only entry
+    /// (no ordering to break) could date it to 1970 and have it deleted. The batch header,
+    /// under its CRC, must say the same (Kafka's index sanity check does not look).
+    fn last_time_entry_is_sane(&self) -> bool {
+        let Some((timestamp, offset)) = self.time_index.last() else {
+            return true;
+        };
+        matches!(
+            self.find_batch(offset),
+            Ok(Some((_, h))) if h.last_offset() == offset && h.max_timestamp == timestamp
+        )
     }
 
     pub(crate) fn base_offset(&self) -> i64 {

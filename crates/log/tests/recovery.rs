@@ -456,3 +456,29 @@ fn a_log_start_checkpoint_past_the_first_epoch_is_damaged_and_not_taken() {
     let log = PartitionLog::open(dir.path().to_path_buf(), cfg, clean_hint(7, 20, 20)).unwrap();
     assert_eq!(log.log_start_offset(), 7);
 }
+
+#[test]
+fn a_damaged_time_index_entry_cannot_date_a_segment_for_deletion() {
+    // A rolled segment of one batch has one time-index entry, its largest timestamp: nothing
+    // to be out of order with. Damaged to an old time, time retention would delete the
+    // segment with its records; the entry is checked against the batch header and rebuilt.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = small_config(1 << 20);
+    cfg.retention_ms = 1000;
+    let mut log = open(dir.path(), cfg);
+    for _ in 0..3 {
+        append(&mut log, &batch(3, 10, 10_000), 0);
+        log.roll().unwrap();
+    }
+    let cfg = log.config().clone();
+    log.close().unwrap();
+    let index = seg_path(dir.path(), 0, "timeindex");
+    let mut bytes = fs::read(&index).unwrap();
+    assert_eq!(bytes.len(), 12, "one entry");
+    bytes[..8].copy_from_slice(&5i64.to_be_bytes());
+    fs::write(&index, bytes).unwrap();
+    let mut log = PartitionLog::open(dir.path().to_path_buf(), cfg, clean_hint(0, 9, 9)).unwrap();
+    assert_eq!(log.enforce_retention(10_500).unwrap(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+    assert_readable(&log);
+}
