@@ -4,7 +4,7 @@
 use runnel_group::{LoadRecord, OffsetsRecord};
 use runnel_log::PartitionLog;
 
-use crate::replica_manager::ReplicaManager;
+use crate::replica::manager::ReplicaManager;
 
 /// The keyed records of a coordinator partition hosted here (`__consumer_offsets`,
 /// `__transaction_state`), in log order up to its log end: as the new leader, everything it

@@ -11,7 +11,7 @@ use runnel_log::LogManager;
 use runnel_metadata::topic_config::{effective_topic_config, BrokerDefaults};
 
 use super::apply_partition;
-use crate::partition::{log_config, Partition, Role};
+use crate::replica::partition::{log_config, Partition, Role};
 
 /// `t-0` on broker 2, following broker 1.
 fn follower(dir: &std::path::Path) -> Partition {
