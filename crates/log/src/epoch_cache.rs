@@ -16,20 +16,22 @@ pub(crate) const EPOCH_FILE: &str = "leader-epoch-checkpoint";
 pub(crate) struct EpochFile {
     path: PathBuf,
     cache: LeaderEpochCache,
+    /// The file was missing or unreadable at load: the cache must be rebuilt from the batches.
+    lost: bool,
 }
 
 impl EpochFile {
-    /// Loads the checkpoint; a missing or unreadable file gives an empty cache (recovery replays
-    /// epochs from the batches it scans). Entries breaking monotonicity are dropped as Kafka's
-    /// `assign` would.
+    /// Loads the checkpoint; a missing or unreadable file gives an empty cache marked
+    /// [`Self::lost`] (the log's open rebuilds it from every batch). Entries breaking
+    /// monotonicity are dropped as Kafka's `assign` would.
     pub(crate) fn load(dir: &Path) -> Self {
         let path = dir.join(EPOCH_FILE);
-        let pairs = match checkpoint::read_pairs(&path) {
-            Ok(Some(pairs)) => pairs,
-            Ok(None) => Vec::new(),
+        let (pairs, lost) = match checkpoint::read_pairs(&path) {
+            Ok(Some(pairs)) => (pairs, false),
+            Ok(None) => (Vec::new(), true),
             Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "ignoring unreadable leader-epoch checkpoint");
-                Vec::new()
+                tracing::warn!(path = %path.display(), error = %e, "unreadable leader-epoch checkpoint, rebuilding it from the batches");
+                (Vec::new(), true)
             }
         };
         let cache =
@@ -39,7 +41,43 @@ impl EpochFile {
                     start_offset,
                 }
             }));
-        EpochFile { path, cache }
+        EpochFile { path, cache, lost }
+    }
+
+    /// The highest log start offset this history allows. The log start only moves up through
+    /// DeleteRecords and retention, and both move the first epoch's start with it (persisted
+    /// before going on), so the log start checkpoint (written later, periodically) can never
+    /// legitimately name an offset past the first epoch's start. A larger value is a damaged
+    /// checkpoint, and taking it would hide, then delete (retention, and every follower
+    /// following the leader's log start), acknowledged records. Kafka trusts the file; this
+    /// bound costs nothing. No bound without an intact history.
+    pub(crate) fn log_start_bound(&self) -> i64 {
+        match self.cache.entries().first() {
+            Some(first) if !self.lost => first.start_offset,
+            _ => i64::MAX,
+        }
+    }
+
+    /// The file was missing or unreadable when loaded and has not been rebuilt yet.
+    pub(crate) fn lost(&self) -> bool {
+        self.lost
+    }
+
+    /// Replaces the cache with the `(epoch, first offset)` changes of the batches, in log order
+    /// (what [`Self::lost`] asks for), persisted once.
+    pub(crate) fn rebuild(
+        &mut self,
+        starts: impl IntoIterator<Item = (i32, i64)>,
+    ) -> io::Result<()> {
+        let mut cache = LeaderEpochCache::new();
+        for (epoch, start_offset) in starts {
+            cache.assign(epoch, start_offset);
+        }
+        // A damaged file is replaced even when the history it held is empty.
+        let rewrite = cache.entries() != self.cache.entries() || self.path.exists();
+        self.cache = cache;
+        self.lost = false;
+        self.persist_if(rewrite)
     }
 
     pub(crate) fn cache(&self) -> &LeaderEpochCache {

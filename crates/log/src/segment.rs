@@ -250,7 +250,7 @@ impl Segment {
             name_suffix: "",
         };
         if !needs_rebuild {
-            needs_rebuild = !seg.last_index_entry_is_sane()?;
+            needs_rebuild = !seg.last_index_entry_is_sane()? || !seg.last_time_entry_is_sane();
         }
         if !needs_rebuild && size > 0 {
             seg.first_batch_timestamp = match read_header_at(&seg.log, 0, size)? {
@@ -273,6 +273,20 @@ impl Segment {
                 Ok(h) if h.last_offset() == offset
             )),
         }
+    }
+
+    /// The last time-index entry is the segment's largest timestamp and the last offset of the
+    /// batch holding it, which time retention trusts: one damaged byte in a segment's only entry
+    /// (no ordering to break) could date it to 1970 and have it deleted. The batch header,
+    /// under its CRC, must say the same (Kafka's index sanity check does not look).
+    fn last_time_entry_is_sane(&self) -> bool {
+        let Some((timestamp, offset)) = self.time_index.last() else {
+            return true;
+        };
+        matches!(
+            self.find_batch(offset),
+            Ok(Some((_, h))) if h.last_offset() == offset && h.max_timestamp == timestamp
+        )
     }
 
     pub(crate) fn base_offset(&self) -> i64 {
@@ -646,6 +660,30 @@ impl Segment {
         self.time_index.truncate_to_offset(self.next_offset);
         self.rewrite_index_files()?;
         Ok(outcome)
+    }
+
+    /// `(epoch, first offset)` each time the batches' leader epoch changes, read from the batch
+    /// headers only (for a lost epoch checkpoint). The segment was loaded or recovered, so its
+    /// batches are whole; a header that does not parse ends the walk (logged) rather than the
+    /// open, as the history before it is still right.
+    pub(crate) fn epoch_starts(&self) -> io::Result<Vec<(i32, i64)>> {
+        let mut starts: Vec<(i32, i64)> = Vec::new();
+        let mut pos = 0u64;
+        while pos < self.size {
+            let header = match read_header_at(&self.log, pos, self.size)? {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(base = self.base_offset, pos, error = %e, "epoch scan stopped at an unreadable batch");
+                    break;
+                }
+            };
+            let epoch = header.partition_leader_epoch;
+            if epoch >= 0 && starts.last().map(|s| s.0) != Some(epoch) {
+                starts.push((epoch, header.base_offset));
+            }
+            pos += header.total_size() as u64;
+        }
+        Ok(starts)
     }
 
     /// Full recovery: verify every batch, rebuild both indexes, cut at the first bad batch.

@@ -996,3 +996,26 @@ proptest! {
         }
     }
 }
+
+/// Found by the red-team review: a committed swap's range marker was trusted as is, and a
+/// damaged end (a larger number) deleted the live segments after the group, the active one
+/// included. A legit end is the base of the segment after the group (live, or a later group's
+/// swap); any other is damage, and the swap is ignored as uncommitted (the old segments are
+/// still all there when the marker is read).
+#[test]
+fn a_damaged_swap_marker_deletes_no_segment_outside_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, _after, _bases) = crashed_mid_clean(dir.path());
+    rename_all(dir.path(), ".cleaned", ".swap", &[]);
+    let markers: Vec<String> = dir_names(dir.path())
+        .into_iter()
+        .filter(|n| n.ends_with(".replaces.swap"))
+        .collect();
+    assert!(!markers.is_empty());
+    for m in &markers {
+        fs::write(dir.path().join(m), "99999999\n").unwrap();
+    }
+    let log = PartitionLog::open(dir.path().to_path_buf(), config(1500), unclean_hint(0)).unwrap();
+    let got = read_all(&log);
+    assert_eq!(got, before);
+}

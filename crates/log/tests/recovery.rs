@@ -354,3 +354,131 @@ fn random_corruption_never_panics() {
         }
     }
 }
+
+/// A log of three segments written in epochs 0, 3 and 7 (a leader change in each), closed cleanly.
+fn three_epoch_log(dir: &Path) -> runnel_log::LogConfig {
+    let mut log = open(dir, small_config(1 << 20));
+    append(&mut log, &batch(5, 10, 0), 0);
+    log.roll().unwrap();
+    append(&mut log, &batch(5, 10, 0), 3);
+    log.roll().unwrap();
+    append(&mut log, &batch(5, 10, 0), 7);
+    append(&mut log, &batch(5, 10, 0), 7);
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 5), (7, 10)]);
+    let cfg = log.config().clone();
+    log.close().unwrap();
+    cfg
+}
+
+#[test]
+fn a_lost_or_damaged_epoch_checkpoint_is_rebuilt_from_the_batches() {
+    // Without its epoch history a follower sends no LastFetchedEpoch and a divergent tail
+    // goes undetected; a leader answers OffsetForLeaderEpoch with nothing. The batches carry
+    // the history, so a checkpoint that is gone or unreadable is rebuilt from them, also after
+    // a clean shutdown (no segment is recovered) and below the recovery point.
+    let checkpoint = |d: &Path| d.join("leader-epoch-checkpoint");
+    type Damage = (&'static str, fn(&Path));
+    let damages: [Damage; 3] = [
+        ("removed", |p| fs::remove_file(p).unwrap()),
+        ("zero-filled", |p| {
+            let len = fs::metadata(p).unwrap().len() as usize;
+            fs::write(p, vec![0u8; len]).unwrap()
+        }),
+        ("torn", |p| {
+            let text = fs::read(p).unwrap();
+            fs::write(p, &text[..text.len() - 5]).unwrap()
+        }),
+    ];
+    for (what, damage) in damages {
+        for hint in [clean_hint(0, 20, 20), unclean_hint(15)] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = three_epoch_log(dir.path());
+            damage(&checkpoint(dir.path()));
+            let log = PartitionLog::open(dir.path().to_path_buf(), cfg.clone(), hint).unwrap();
+            assert_eq!(
+                log.epoch_entries(),
+                vec![(0, 0), (3, 5), (7, 10)],
+                "{what}, {hint:?}"
+            );
+            assert_eq!(log.end_offset_for_epoch(3), (3, 10), "{what}");
+            drop(log);
+            // And the rebuilt history is on disk again.
+            let text = fs::read_to_string(checkpoint(dir.path())).unwrap();
+            assert_eq!(text, "0\n3\n0 0\n3 5\n7 10\n", "{what}");
+        }
+    }
+}
+
+#[test]
+fn recovering_a_segment_that_starts_mid_epoch_keeps_the_epoch_start() {
+    // Epoch 3 starts at 5 and its batches go on in the next segment (from 8). Recovering only
+    // that last segment sees epoch 3 first at 8: taking that as epoch 3's start (as `assign`
+    // would) moves epoch 0's end from 5 to 8, and a follower with a divergent epoch-0 tail in
+    // 5..8 would not be told to truncate it. Kafka's segment recovery only assigns an epoch
+    // newer than the cache's latest.
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), small_config(1 << 20));
+    append(&mut log, &batch(5, 10, 0), 0);
+    append(&mut log, &batch(3, 10, 0), 3);
+    log.roll().unwrap();
+    append(&mut log, &batch(2, 10, 0), 3);
+    append(&mut log, &batch(5, 10, 0), 7);
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 5), (7, 10)]);
+    let cfg = log.config().clone();
+    drop(log);
+    let log = PartitionLog::open(dir.path().to_path_buf(), cfg, unclean_hint(8)).unwrap();
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 5), (7, 10)]);
+    assert_eq!(log.end_offset_for_epoch(0), (0, 5));
+}
+
+#[test]
+fn a_log_start_checkpoint_past_the_first_epoch_is_damaged_and_not_taken() {
+    // One changed digit in `log-start-offset-checkpoint` (0 -> 12) would hide offsets 0..12,
+    // and retention (and every follower, following the leader's log start) would then delete
+    // them. DeleteRecords and retention move the first epoch's start with the log start, so
+    // the epoch history bounds what the checkpoint can legitimately say.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = three_epoch_log(dir.path());
+    let log = PartitionLog::open(
+        dir.path().to_path_buf(),
+        cfg.clone(),
+        clean_hint(12, 20, 20),
+    )
+    .unwrap();
+    assert_eq!(log.log_start_offset(), 0);
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 5), (7, 10)]);
+    assert_readable(&log);
+    // A real DeleteRecords is kept: it moved the epoch history first.
+    let mut log = log;
+    log.delete_records_before(7).unwrap();
+    assert_eq!(log.epoch_entries(), vec![(3, 7), (7, 10)]);
+    log.close().unwrap();
+    let log = PartitionLog::open(dir.path().to_path_buf(), cfg, clean_hint(7, 20, 20)).unwrap();
+    assert_eq!(log.log_start_offset(), 7);
+}
+
+#[test]
+fn a_damaged_time_index_entry_cannot_date_a_segment_for_deletion() {
+    // A rolled segment of one batch has one time-index entry, its largest timestamp: nothing
+    // to be out of order with. Damaged to an old time, time retention would delete the
+    // segment with its records; the entry is checked against the batch header and rebuilt.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = small_config(1 << 20);
+    cfg.retention_ms = 1000;
+    let mut log = open(dir.path(), cfg);
+    for _ in 0..3 {
+        append(&mut log, &batch(3, 10, 10_000), 0);
+        log.roll().unwrap();
+    }
+    let cfg = log.config().clone();
+    log.close().unwrap();
+    let index = seg_path(dir.path(), 0, "timeindex");
+    let mut bytes = fs::read(&index).unwrap();
+    assert_eq!(bytes.len(), 12, "one entry");
+    bytes[..8].copy_from_slice(&5i64.to_be_bytes());
+    fs::write(&index, bytes).unwrap();
+    let mut log = PartitionLog::open(dir.path().to_path_buf(), cfg, clean_hint(0, 9, 9)).unwrap();
+    assert_eq!(log.enforce_retention(10_500).unwrap(), 0);
+    assert_eq!(log.log_start_offset(), 0);
+    assert_readable(&log);
+}

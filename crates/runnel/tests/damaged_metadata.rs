@@ -401,3 +401,54 @@ fn a_stray_partition_directory_is_renamed_and_kept() {
         );
     }
 }
+
+/// Found by the red-team review: one changed character in a partition's `partition.metadata`
+/// (still a valid topic id, another one) made the broker take the directory for a leftover of
+/// a deleted topic and delete it, with every acknowledged record of the partition. Now it is
+/// set aside as a stray (Kafka's stray-replica handling), its files kept, and the partition
+/// starts a new log.
+#[test]
+fn a_damaged_partition_metadata_does_not_delete_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut broker = TestBroker::start(&data, &[]);
+    let mut wire = broker.connect();
+    assert_eq!(wire.create_topic("kept", 1, 1, &[]).0, 0);
+    assert_eq!(
+        wire.produce("kept", 0, batch(&[(None, "acked")], Compression::None), -1)
+            .0,
+        0
+    );
+    assert!(broker.stop());
+    let partition = data.join("kept-0");
+    let segment = std::fs::read(partition.join(format!("{:020}.log", 0))).unwrap();
+    assert!(!segment.is_empty());
+    let meta = partition.join("partition.metadata");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let at = text.find("topic_id: ").unwrap() + "topic_id: ".len();
+    let mut damaged = text.into_bytes();
+    // Another base64url character: the file still names a topic id, a different one.
+    damaged[at] = if damaged[at] == b'A' { b'B' } else { b'A' };
+    std::fs::write(&meta, damaged).unwrap();
+    broker.restart();
+    let strays = || -> Vec<PathBuf> {
+        std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                n.starts_with("kept-0.") && n.ends_with("-stray")
+            })
+            .collect()
+    };
+    wait_until("the damaged log set aside", || strays().len() == 1);
+    let kept = std::fs::read(strays()[0].join(format!("{:020}.log", 0))).unwrap();
+    assert_eq!(kept, segment, "the set-aside log keeps its records");
+    // The broker still serves the partition, on a new log.
+    let mut wire = broker.connect();
+    assert_eq!(
+        wire.produce("kept", 0, batch(&[(None, "new")], Compression::None), -1)
+            .0,
+        0
+    );
+}

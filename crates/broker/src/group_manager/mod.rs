@@ -115,11 +115,13 @@ mod admin;
 mod classic;
 mod consumer;
 mod handle;
+mod load_log;
 mod offsets;
 mod persist;
 
 pub use handle::{consumer_describe_error, describe_error, join_error, sync_error, GroupHandle};
-pub(crate) use persist::{encode_batch, outcome_code, read_log, read_records};
+pub(crate) use load_log::{read_log, read_records};
+pub(crate) use persist::{encode_batch, outcome_code};
 use persist::{DeleteAnswer, Waiter, Written};
 
 /// Topic names, ids and partition counts from the image, for the server-side assignors.

@@ -5,12 +5,11 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use runnel_group::{LoadRecord, OffsetsRecord, Output};
+use runnel_group::{OffsetsRecord, Output};
 use tokio::sync::oneshot;
 
 use crate::clock::now_ms;
 use crate::group_purgatory::Outcome;
-use crate::replica::manager::ReplicaManager;
 
 use super::*;
 
@@ -236,102 +235,6 @@ fn coordinator_write_error(code: i16) -> i16 {
         // UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, and the rest
         _ => COORDINATOR_NOT_AVAILABLE,
     }
-}
-
-/// The keyed records of a coordinator partition hosted here (`__consumer_offsets`,
-/// `__transaction_state`), in log order up to its log end: as the new leader, everything it
-/// holds will be committed. Control records are skipped, and so is the transactional origin
-/// of records ([`read_log`] keeps both).
-pub(crate) fn read_records(
-    replicas: &ReplicaManager,
-    topic: &str,
-    partition: i32,
-) -> Vec<OffsetsRecord> {
-    read_log(replicas, topic, partition)
-        .into_iter()
-        .filter_map(|r| match r {
-            LoadRecord::Record { record, .. } => Some(record),
-            LoadRecord::Marker { .. } => None,
-        })
-        .collect()
-}
-
-/// The control record key's type (Kafka's `ControlRecordType`): 0 ABORT, 1 COMMIT; None for
-/// any other control record (or an undecodable key).
-fn marker_commit(key: Option<&[u8]>) -> Option<bool> {
-    let key = key?;
-    let kind = i16::from_be_bytes([*key.get(2)?, *key.get(3)?]);
-    match kind {
-        0 => Some(false),
-        1 => Some(true),
-        _ => None,
-    }
-}
-
-/// [`read_records`] with transactions: records of transactional batches carry their producer
-/// id and transaction markers are kept, for the group loader.
-pub(crate) fn read_log(replicas: &ReplicaManager, topic: &str, partition: i32) -> Vec<LoadRecord> {
-    let Some(p) = replicas.get(topic, partition) else {
-        return Vec::new();
-    };
-    let mut records = Vec::new();
-    {
-        let log = p.lock_log();
-        // Up to the log end: as the new leader, everything it holds will be committed.
-        let end = log.log_end_offset();
-        let mut offset = log.log_start_offset();
-        while offset < end {
-            let read = match log.read(offset, 1 << 20, end, true) {
-                Ok(read) if !read.records.is_empty() => read,
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::error!(partition, error = %e, "cannot read {topic} while loading");
-                    break;
-                }
-            };
-            let mut bytes = read.records;
-            let before = offset;
-            while !bytes.is_empty() {
-                // Bounded decompression: a forged batch cannot inflate without limit.
-                match runnel_log::compression::decode_batch_bounded(&mut bytes) {
-                    Ok(set) => {
-                        for r in set.records {
-                            offset = offset.max(r.offset + 1);
-                            if r.offset < before {
-                                continue;
-                            }
-                            if r.control {
-                                if let Some(commit) = marker_commit(r.key.as_deref()) {
-                                    records.push(LoadRecord::Marker {
-                                        producer_id: r.producer_id,
-                                        commit,
-                                    });
-                                }
-                                continue;
-                            }
-                            if let Some(key) = r.key {
-                                records.push(LoadRecord::Record {
-                                    producer_id: r.transactional.then_some(r.producer_id),
-                                    record: OffsetsRecord {
-                                        key,
-                                        value: r.value,
-                                    },
-                                });
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::error!(partition, error = %e, "undecodable batch in {topic}");
-                        bytes.clear();
-                    }
-                }
-            }
-            if offset == before {
-                break;
-            }
-        }
-    }
-    records
 }
 
 /// One uncompressed, non-idempotent batch of keyed records, as Kafka's coordinators write.

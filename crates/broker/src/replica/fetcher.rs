@@ -480,8 +480,16 @@ fn append_fetched(p: &Partition, pd: PartitionData) -> Step {
         Ok(()) => {}
         // Shutting down, or the partition left this broker: nothing to report.
         Err(runnel_log::LogError::Closed) => step.error = true,
+        // Refused (a batch damaged on the leader's disk fails its CRC here) or not written:
+        // the same answer comes back at once, so back off as for an error instead of
+        // refetching in a tight loop (Kafka's fetcher marks the partition failed and waits
+        // `replica.fetch.backoff.ms`).
         Err(e) => {
-            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed")
+            tracing::error!(topic = %p.topic, partition = p.index, error = %e, "follower append failed");
+            step = Step {
+                progressed: false,
+                error: true,
+            };
         }
     }
     step
@@ -510,3 +518,7 @@ fn out_of_range(p: &Partition, pd: &PartitionData) -> Step {
     }
     step
 }
+
+#[cfg(test)]
+#[path = "fetcher_tests.rs"]
+mod tests;

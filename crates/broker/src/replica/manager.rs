@@ -338,8 +338,10 @@ impl ReplicaManager {
         self.caught_up.store(true, Ordering::Release);
     }
 
-    /// Opens or creates a partition's log. A leftover log of a deleted topic with the same
-    /// name (another topic id) is removed first: the image is the truth.
+    /// Opens or creates a partition's log. A log of another topic id with the same name (a
+    /// deleted topic's leftover, or a damaged `partition.metadata`) is set aside as a stray
+    /// first: the image is the truth, but one changed byte in that file must not delete a
+    /// partition's acknowledged records (Kafka's stray-replica handling keeps them too).
     fn open_log(
         &self,
         topic: &str,
@@ -352,12 +354,13 @@ impl ReplicaManager {
             .get_or_create(topic, index, topic_id, log_config(config))
         {
             Err(runnel_log::LogError::InconsistentTopicId { .. }) => {
-                tracing::info!(
+                let to = self.logs.rename_stray(topic, index)?;
+                tracing::warn!(
                     topic,
                     partition = index,
-                    "replacing the log of a deleted topic with the same name"
+                    dir = ?to,
+                    "the partition's log has another topic id (a deleted topic's, or a damaged partition.metadata): kept as a stray directory; remove it by hand when it is not needed"
                 );
-                self.logs.delete(topic, index)?;
                 self.logs
                     .get_or_create(topic, index, topic_id, log_config(config))
             }

@@ -15,7 +15,8 @@
 //!
 //! On open, [`recover`] finishes every committed group (deletes the old segments in the
 //! recorded range, installs the `.swap` files); anything `.cleaned`, and `.swap` files without
-//! a committed log, are leftovers the normal cleanup removes (the old segments are intact).
+//! a committed log, are leftovers the normal cleanup removes (the old segments are intact). A
+//! marker whose end is no segment's base (damaged) is treated as missing.
 
 use std::fs;
 use std::io;
@@ -151,12 +152,19 @@ pub(crate) fn recover(dir: &Path) -> io::Result<Vec<i64>> {
     }
     swaps.sort_unstable();
     let mut installed = Vec::new();
-    for base in swaps {
+    for &base in &swaps {
         let Some(end) = read_marker(dir, base) else {
             // Not committed by this protocol: the old segments are authoritative.
             tracing::warn!(dir = %dir.display(), base, "ignoring a .swap segment without its range marker");
             continue;
         };
+        // The group ends where the next segment begins: a live one, or a later group's swap.
+        // Any other end is a damaged marker, and trusting it would delete live segments
+        // outside the group (the active one too).
+        if !live.contains(&end) && !swaps.contains(&end) {
+            tracing::warn!(dir = %dir.display(), base, end, "ignoring a .swap segment whose range marker ends at no segment");
+            continue;
+        }
         tracing::info!(dir = %dir.display(), base, end, "completing an interrupted compaction swap");
         for &old in live.iter().filter(|&&b| b >= base && b < end) {
             for kind in [

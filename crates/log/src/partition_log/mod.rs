@@ -97,6 +97,9 @@ pub struct PartitionLog {
     earliest_tombstone_horizon: Option<i64>,
     /// Aborted transactions of the `.txnindex` files, sorted by marker offset.
     aborted: Vec<crate::txn::AbortedTxn>,
+    /// A corrupt `.txnindex` was dropped on open: the next producer-state replay must start at
+    /// the log start, not at a snapshot past the segment it described.
+    txn_index_lost: bool,
     /// `.deleted` files waiting for `file_delete_delay_ms`.
     pending_deletes: Vec<(Instant, Vec<PathBuf>)>,
     closed: bool,

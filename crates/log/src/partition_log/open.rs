@@ -24,6 +24,21 @@ fn remove_if_exists(path: &std::path::Path) -> io::Result<()> {
     }
 }
 
+/// A missing or unreadable epoch checkpoint is rebuilt from every batch header. Without its
+/// history a follower fetches with no LastFetchedEpoch (a divergent tail goes unnoticed) and a
+/// leader cannot answer OffsetForLeaderEpoch; the batches carry it, also those below the
+/// recovery point that recovery did not scan.
+fn rebuild_lost_epochs(epochs: &mut EpochFile, segments: &[Segment]) -> io::Result<()> {
+    if !epochs.lost() {
+        return Ok(());
+    }
+    let mut starts = Vec::new();
+    for seg in segments {
+        starts.extend(seg.epoch_starts()?);
+    }
+    epochs.rebuild(starts)
+}
+
 impl PartitionLog {
     /// Opens (creating if missing) the partition directory `dir` and recovers it:
     /// committed compaction swaps are completed, then leftovers (`.deleted`, `.cleaned`,
@@ -38,6 +53,7 @@ impl PartitionLog {
         crate::cleaner::swap::recover(&dir)?;
         let bases = Self::clean_leftovers(&dir)?;
         let mut epochs = EpochFile::load(&dir);
+        let log_start_bound = epochs.log_start_bound();
         let interval = config.index_interval_bytes;
         let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
         let bases: Vec<i64> = bases.into_iter().collect();
@@ -58,7 +74,13 @@ impl PartitionLog {
                 seg.load_tail(interval)?
             };
             for (epoch, start) in outcome.epoch_starts {
-                epochs.assign(epoch, start)?;
+                // Kafka's `LogSegment.recover`: only an epoch newer than the cache's latest is
+                // new history. A segment that begins mid-epoch shows that epoch first at its
+                // base offset, and assigning it would move the epoch's start (and the previous
+                // epoch's end) forward, hiding a follower's divergence there.
+                if epochs.latest_epoch().is_none_or(|latest| epoch > latest) {
+                    epochs.assign(epoch, start)?;
+                }
             }
             if next_base.is_some() {
                 // An inactive segment gets its final time entry back, as when it was rolled.
@@ -89,6 +111,7 @@ impl PartitionLog {
         let leo = segments[segments.len() - 1].next_offset();
         let log_start_offset = hint
             .log_start_offset
+            .min(log_start_bound)
             .max(segments[0].base_offset())
             .min(leo);
         let recovery_point = if hint.clean_shutdown {
@@ -96,12 +119,13 @@ impl PartitionLog {
         } else {
             hint.recovery_point.clamp(0, leo)
         };
+        rebuild_lost_epochs(&mut epochs, &segments)?;
         epochs.truncate_from_end(leo)?;
         epochs.truncate_from_start(log_start_offset)?;
         // Recovery may have cut the tail a snapshot describes.
         crate::producer_snapshot::remove_where(&dir, |o| o > leo)?;
         let kept: Vec<i64> = segments.iter().map(|s| s.base_offset()).collect();
-        let aborted = super::txn_index::load(&dir, &kept);
+        let (aborted, txn_index_lost) = super::txn_index::load(&dir, &kept);
         let mut log = PartitionLog {
             dir,
             config,
@@ -113,6 +137,7 @@ impl PartitionLog {
             cleaner_checkpoint: 0,
             earliest_tombstone_horizon: None,
             aborted,
+            txn_index_lost,
             pending_deletes: Vec::new(),
             closed: false,
             first_unstable_offset: None,

@@ -6,7 +6,7 @@
 //! for the ones overlapping its range. The files are written on the marker's append and not
 //! fsynced on their own: an entry lost with an unclean shutdown is re-added by the broker's
 //! replay of the log tail (it offers every abort it finds; duplicates are ignored), and a torn
-//! file is dropped on open for the same replay to rebuild.
+//! file is dropped on open for the same replay, then started at the log start, to rebuild.
 
 use std::fs;
 use std::io::{self, Write};
@@ -19,10 +19,12 @@ use crate::txn::{aborted_in_range, decode_txn_index, AbortedTxn};
 
 pub(crate) const TXN_INDEX_SUFFIX: &str = "txnindex";
 
-/// The entries of the segments based at `bases`, read from their files; a torn or foreign
-/// file is removed (the log replay rebuilds its entries).
-pub(super) fn load(dir: &Path, bases: &[i64]) -> Vec<AbortedTxn> {
+/// The entries of the segments based at `bases`, read from their files, and whether a torn or
+/// foreign file was removed (the log replay from the log start rebuilds its entries:
+/// [`PartitionLog::take_txn_index_loss`]).
+pub(super) fn load(dir: &Path, bases: &[i64]) -> (Vec<AbortedTxn>, bool) {
     let mut entries = Vec::new();
+    let mut lost = false;
     for &base in bases {
         let path = segment_path(dir, base, TXN_INDEX_SUFFIX);
         let Ok(bytes) = fs::read(&path) else { continue };
@@ -31,11 +33,12 @@ pub(super) fn load(dir: &Path, bases: &[i64]) -> Vec<AbortedTxn> {
             None => {
                 tracing::warn!(path = %path.display(), "dropping a corrupt transaction index; it is rebuilt from the log");
                 let _ = fs::remove_file(&path);
+                lost = true;
             }
         }
     }
     entries.sort_by_key(|t| t.last_offset);
-    entries
+    (entries, lost)
 }
 
 fn append_entry(dir: &Path, base: i64, entry: &AbortedTxn) -> io::Result<()> {
@@ -47,6 +50,14 @@ fn append_entry(dir: &Path, base: i64, entry: &AbortedTxn) -> io::Result<()> {
 }
 
 impl PartitionLog {
+    /// Whether a corrupt `.txnindex` was dropped on open and not rebuilt yet (cleared by the
+    /// call). The broker's producer-state replay then starts at the log start instead of the
+    /// newest snapshot: the snapshot lies past the segment whose aborted transactions must be
+    /// found again (Kafka recovers that segment, rebuilding its indexes).
+    pub fn take_txn_index_loss(&mut self) -> bool {
+        std::mem::take(&mut self.txn_index_lost)
+    }
+
     /// The aborted transactions a read of `from..upper` overlaps (read_committed fetches).
     pub fn aborted_txns(&self, from: i64, upper: i64) -> Vec<AbortedTxn> {
         aborted_in_range(&self.aborted, from, upper)

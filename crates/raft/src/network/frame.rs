@@ -151,6 +151,30 @@ pub async fn read_frame<R: AsyncReadExt + Unpin>(r: &mut R) -> io::Result<Option
     Ok(Some(body))
 }
 
+/// How long a quorum connection may go without completing a frame before the server closes
+/// it. Peers talk at least every heartbeat, and a pooled connection the server closed is
+/// retried by the caller, so only a peer that connects and says nothing, or trickles a frame,
+/// meets it: without it such a connection held its task and file descriptor forever, and many
+/// of them starve the broker's logs of descriptors (Kafka's controller listener closes idle
+/// connections after `connections.max.idle.ms`; this bound is shorter, as quorum traffic is
+/// never idle for long).
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// [`read_frame`] that must finish within `idle` (the whole frame, not each byte: a trickled
+/// frame does not keep the connection alive); a timeout is `TimedOut`.
+pub async fn read_frame_within<R: AsyncReadExt + Unpin>(
+    r: &mut R,
+    idle: std::time::Duration,
+) -> io::Result<Option<Vec<u8>>> {
+    match tokio::time::timeout(idle, read_frame(r)).await {
+        Ok(read) => read,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no complete frame within {idle:?}"),
+        )),
+    }
+}
+
 /// What a frame's buffer starts with before its bytes arrive.
 const INITIAL_BODY_CAPACITY: usize = 64 * 1024;
 
@@ -186,5 +210,39 @@ mod tests {
             .await
             .is_err());
         assert!(decode::<RpcRequest>(b"{\"Nope\":1}").is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_or_trickling_peer_times_out() {
+        use tokio::io::AsyncWriteExt;
+        let idle = std::time::Duration::from_secs(60);
+        // Connected, says nothing.
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        let read = read_frame_within(&mut server, idle).await;
+        assert_eq!(read.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        // Announces a frame and sends a byte every 10 s: the frame must still finish in time.
+        let trickle = tokio::spawn(async move {
+            client.write_all(&100u32.to_be_bytes()).await.unwrap();
+            for _ in 0..100 {
+                tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+                if client.write_all(b" ").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let read = read_frame_within(&mut server, idle).await;
+        assert_eq!(read.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        drop(server);
+        trickle.await.unwrap();
+        // A whole frame in time is read as usual.
+        let frame = encode(&RpcRequest::Identify).unwrap();
+        let body = read_frame_within(&mut &frame[..], idle)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            decode::<RpcRequest>(&body).unwrap(),
+            RpcRequest::Identify
+        ));
     }
 }

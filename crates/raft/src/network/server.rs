@@ -18,8 +18,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::network::frame::{
-    decode, encode, encode_request, inconsistent_cluster_id, read_frame, write_frame, JoinResponse,
-    RequestFrame, RpcRequest, RpcResponse,
+    decode, encode, encode_request, inconsistent_cluster_id, read_frame, read_frame_within,
+    write_frame, JoinResponse, RequestFrame, RpcRequest, RpcResponse, IDLE_TIMEOUT,
 };
 use crate::network::security::{plaintext, BoxStream, ChannelSecurity};
 use crate::types::{Node, NodeId, Raft};
@@ -119,7 +119,7 @@ async fn serve_connection(
     cluster_id: &str,
     security: &dyn ChannelSecurity,
 ) -> std::io::Result<()> {
-    while let Some(body) = read_frame(&mut stream).await? {
+    while let Some(body) = read_frame_within(&mut stream, IDLE_TIMEOUT).await? {
         let frame: RequestFrame = decode(&body)?;
         if frame.cluster_id != cluster_id {
             tracing::warn!(theirs = %frame.cluster_id, ours = %cluster_id, "refused a quorum frame from another cluster");

@@ -36,7 +36,14 @@ impl Partition {
 /// `ProducerStateManager.truncateAndReload` + `UnifiedLog.rebuildProducerState`). The whole
 /// log counts: an open transaction that began long ago still holds the LSO after a restart.
 pub(super) fn rebuild_producer_state(log: &mut PartitionLog) -> ProducerStateTable {
-    let (mut offset, mut table) = match log.latest_producer_snapshot() {
+    // A dropped `.txnindex` is rebuilt only by replaying the segment it described, which a
+    // newer snapshot would skip.
+    let snapshot = if log.take_txn_index_loss() {
+        None
+    } else {
+        log.latest_producer_snapshot()
+    };
+    let (mut offset, mut table) = match snapshot {
         Some((offset, entries)) => (offset, ProducerStateTable::from_snapshot(&entries)),
         None => (log.log_start_offset(), ProducerStateTable::default()),
     };

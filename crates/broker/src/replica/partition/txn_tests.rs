@@ -591,3 +591,42 @@ fn an_abort_entry_stays_with_its_marker_across_a_cleaned_swap_and_a_restart() {
     assert_eq!(p.lock_log().aborted_txns(0, 10), [expected]);
     assert_eq!(markers_of(&p), [(2, false)]);
 }
+
+/// Found by the red-team review: a torn `.txnindex` was dropped on open for "the log replay"
+/// to rebuild, but the replay starts at the newest producer snapshot, after the segments an
+/// older index describes: its aborted transactions were gone for good and read_committed
+/// consumers read their records as committed. Kafka rebuilds a corrupt index by recovering its
+/// segment; here the replay then starts at the log start.
+#[test]
+fn a_torn_txn_index_of_an_old_segment_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = AbortedTxn {
+        producer_id: 5,
+        first_offset: 0,
+        last_offset: 2,
+        last_stable_offset: 3,
+    };
+    {
+        let (logs, p) = solo_with_segments(dir.path(), 64);
+        p.append_as_leader(&txn_batch(5, 0, 2), 1, 1).unwrap();
+        p.write_marker(&marker(5, 0, false, 0), 1).unwrap();
+        for _ in 0..3 {
+            p.append_as_leader(&super::tests::plain_batch(1), 1, 1)
+                .unwrap();
+        }
+        assert!(p.lock_log().num_segments() > 2);
+        assert_eq!(p.lock_log().aborted_txns(0, 100), vec![expected]);
+        stop_cleanly((logs, p));
+    }
+    let indexes: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path().join("t-0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txnindex"))
+        .collect();
+    assert_eq!(indexes.len(), 1, "{indexes:?}");
+    let bytes = std::fs::read(&indexes[0]).unwrap();
+    std::fs::write(&indexes[0], &bytes[..20]).unwrap();
+    let (_logs, p) = solo_with_segments(dir.path(), 64);
+    assert_eq!(p.lock_log().aborted_txns(0, 100), vec![expected]);
+    assert_eq!(std::fs::read(&indexes[0]).unwrap(), bytes);
+}
