@@ -49,6 +49,10 @@ pub(crate) struct Inner {
     /// Per broker, the signal that the last request handed to a task has been written: the
     /// next request's task waits for it, so requests are written in the order they were made.
     pub write_turns: Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Receiver<()>>>,
+    /// Per broker, the signal that the last request handed to a task has had its response
+    /// handled: the next one's response waits for it, so responses are handled (and in-flight
+    /// slots freed) in request order.
+    pub handle_turns: Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Receiver<()>>>,
 }
 
 impl Inner {
@@ -196,6 +200,7 @@ impl Producer {
             identity,
             in_flight: Mutex::new(Default::default()),
             write_turns: Mutex::new(Default::default()),
+            handle_turns: Mutex::new(Default::default()),
         });
         let sender = tokio::spawn(sender::run(inner.clone()));
         Ok(Self {
