@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 // BROKER_NOT_AVAILABLE: a broker named by stale metadata (not retriable in Kafka's table).
@@ -343,21 +343,7 @@ async fn handle_response(
         Ok(resp) => resp,
         Err(e) => return retry_or_fail(&inner, batches, &e),
     };
-    let mut results: HashMap<(String, i32), PartitionResult> = HashMap::new();
-    for t in resp.responses {
-        let topic = t.name.0.to_string();
-        for p in t.partition_responses {
-            results.insert(
-                (topic.clone(), p.index),
-                (
-                    p.error_code,
-                    p.error_message.map(|m| m.to_string()),
-                    p.base_offset,
-                    p.log_append_time_ms,
-                ),
-            );
-        }
-    }
+    let mut results = partition_results(resp);
     let mut retry = Vec::new();
     let mut refresh_topics: Vec<String> = Vec::new();
     for batch in batches {
@@ -392,6 +378,26 @@ async fn handle_response(
     for (batch, err) in retry {
         retry_or_fail(&inner, vec![batch], &err);
     }
+}
+
+/// Each (topic, partition)'s answer in a Produce response.
+fn partition_results(resp: ProduceResponse) -> HashMap<(String, i32), PartitionResult> {
+    let mut results = HashMap::new();
+    for t in resp.responses {
+        let topic = t.name.0.to_string();
+        for p in t.partition_responses {
+            results.insert(
+                (topic.clone(), p.index),
+                (
+                    p.error_code,
+                    p.error_message.map(|m| m.to_string()),
+                    p.base_offset,
+                    p.log_append_time_ms,
+                ),
+            );
+        }
+    }
+    results
 }
 
 /// A batch whose leader is unknown, missing from the broker list or not reachable yet is no
