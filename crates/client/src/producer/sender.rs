@@ -112,13 +112,16 @@ fn in_flight_slots(inner: &Inner, leader: i32) -> Arc<Semaphore> {
 /// land first on a fresh connection, and the earlier ones then failed with
 /// OUT_OF_ORDER_SEQUENCE_NUMBER; Kafka's single sender thread writes in order.)
 ///
-/// Their responses are handled in the same order: a task that has its response waits until
-/// its predecessor's is handled, so a failed batch is requeued (and seen by
-/// `hold_behind_retries`) before a later response frees its slot. (Handled concurrently, the
-/// successes behind a failure that waited for a metadata refresh freed their slots first, a
-/// later batch of the partition went out before the retry and pushed it out of the broker's
-/// five remembered batches: the window known case 8 of docs/faults.md left. One connection
-/// answers in order, so this adds no wait there.)
+/// The responses of one connection are handled in the order its requests were written: a
+/// task that has its response waits until its predecessor on the same connection has
+/// handled its own, so a failed batch is requeued (and seen by `hold_behind_retries`) before
+/// a later response frees its slot. (Handled concurrently, the successes behind a failure
+/// that waited for a metadata refresh freed their slots first, a later batch of the
+/// partition went out before the retry and pushed it out of the broker's five remembered
+/// batches: the window known case 8 of docs/faults.md left.) One connection answers in
+/// order, so this adds no wait for the response itself; a predecessor on an older
+/// connection is not waited for (its answer may never come, and a requeue held behind it
+/// would let later batches overtake on a new leader instead).
 async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     let slots = in_flight_slots(inner, leader);
     let Ok(permit) = slots.acquire_owned().await else {
@@ -130,8 +133,12 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     if batches.is_empty() {
         return;
     }
-    let (written_tx, previous) = take_turn(&inner.write_turns, leader);
-    let handled = take_turn(&inner.handle_turns, leader);
+    let (written_tx, written_rx) = oneshot::channel();
+    let previous = inner
+        .write_turns
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(leader, written_rx);
     let inner = inner.clone();
     tokio::spawn(async move {
         if let Some(previous) = previous {
@@ -139,34 +146,34 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
             let _ = previous.await;
         }
         let written = write_request(&inner, leader, batches).await;
+        // Taken before the successor may write, so handling follows the write order.
+        let handled = written
+            .as_ref()
+            .map(|w| handle_turn(&inner, leader, &w.conn));
         drop(written_tx);
-        match written {
-            Some(written) => handle_response(inner, written, permit, handled).await,
-            None => {
-                // Nothing to handle (its batches are already requeued or failed), but the
-                // chain holds: the successor waits for the predecessor through this one.
-                let (done, previous) = handled;
-                if let Some(previous) = previous {
-                    let _ = previous.await;
-                }
-                drop(done);
-            }
+        if let (Some(written), Some(handled)) = (written, handled) {
+            handle_response(inner, written, permit, handled).await;
         }
     });
 }
 
-/// This request's place in a per-broker chain: the sender its successor waits on (dropped
-/// when this request is done with the step) and the receiver of its predecessor's, if any.
-fn take_turn(
-    turns: &std::sync::Mutex<HashMap<i32, oneshot::Receiver<()>>>,
+/// This written request's place among the responses of its connection: the sender its
+/// successor waits on (dropped once this response is handled) and its predecessor's
+/// receiver, if the predecessor was written on the same connection.
+fn handle_turn(
+    inner: &Inner,
     leader: i32,
+    conn: &Arc<Connection>,
 ) -> (oneshot::Sender<()>, Option<oneshot::Receiver<()>>) {
     let (done_tx, done_rx) = oneshot::channel();
-    let previous = turns
+    let previous = inner
+        .handle_turns
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(leader, done_rx);
-    (done_tx, previous)
+        .insert(leader, (Arc::downgrade(conn), done_rx));
+    let same_connection =
+        previous.filter(|(c, _)| std::sync::Weak::ptr_eq(c, &Arc::downgrade(conn)));
+    (done_tx, same_connection.map(|(_, rx)| rx))
 }
 
 /// Puts back the idempotent batches that a requeued retry of their partition must precede
@@ -315,8 +322,9 @@ async fn write_request(
 }
 
 /// Waits for a written request's response (the in-flight slot is held until then), then
-/// for its predecessor's response to be handled (`turn`: the sender to drop once this one
-/// is, the predecessor's receiver), and completes, retries or fails each of its batches.
+/// for its predecessor's on the same connection to be handled (`turn`: the sender to drop
+/// once this one is, the predecessor's receiver), and completes, retries or fails each of
+/// its batches.
 async fn handle_response(
     inner: Arc<Inner>,
     written: Written,
