@@ -49,17 +49,7 @@ pub(crate) struct Inner {
     /// Per broker, the signal that the last request handed to a task has been written: the
     /// next request's task waits for it, so requests are written in the order they were made.
     pub write_turns: Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Receiver<()>>>,
-    /// Per broker, the connection of the last written request and the signal that its
-    /// response has been handled: the next response of that connection waits for it, so a
-    /// connection's responses are handled (and in-flight slots freed) in request order.
-    pub handle_turns: Mutex<std::collections::HashMap<i32, HandleTurn>>,
 }
-
-/// A written request's connection and the signal that its response has been handled.
-pub type HandleTurn = (
-    std::sync::Weak<crate::connection::Connection>,
-    tokio::sync::oneshot::Receiver<()>,
-);
 
 impl Inner {
     pub fn lock_accumulator(&self) -> std::sync::MutexGuard<'_, Accumulator> {
@@ -206,7 +196,6 @@ impl Producer {
             identity,
             in_flight: Mutex::new(Default::default()),
             write_turns: Mutex::new(Default::default()),
-            handle_turns: Mutex::new(Default::default()),
         });
         let sender = tokio::spawn(sender::run(inner.clone()));
         Ok(Self {

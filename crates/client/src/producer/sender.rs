@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 // BROKER_NOT_AVAILABLE: a broker named by stale metadata (not retriable in Kafka's table).
 use runnel_codes::BROKER_NOT_AVAILABLE;
-use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::{Connection, ResponseSlot};
 
@@ -111,17 +111,6 @@ fn in_flight_slots(inner: &Inner, leader: i32) -> Arc<Semaphore> {
 /// connection. (With tasks that each connected and wrote as they pleased, a later batch could
 /// land first on a fresh connection, and the earlier ones then failed with
 /// OUT_OF_ORDER_SEQUENCE_NUMBER; Kafka's single sender thread writes in order.)
-///
-/// The responses of one connection are handled in the order its requests were written: a
-/// task that has its response waits until its predecessor on the same connection has
-/// handled its own, so a failed batch is requeued (and seen by `hold_behind_retries`) before
-/// a later response frees its slot. (Handled concurrently, the successes behind a failure
-/// that waited for a metadata refresh freed their slots first, a later batch of the
-/// partition went out before the retry and pushed it out of the broker's five remembered
-/// batches: the window known case 8 of docs/faults.md left.) One connection answers in
-/// order, so this adds no wait for the response itself; a predecessor on an older
-/// connection is not waited for (its answer may never come, and a requeue held behind it
-/// would let later batches overtake on a new leader instead).
 async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     let slots = in_flight_slots(inner, leader);
     let Ok(permit) = slots.acquire_owned().await else {
@@ -133,7 +122,7 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     if batches.is_empty() {
         return;
     }
-    let (written_tx, written_rx) = oneshot::channel();
+    let (written_tx, written_rx) = tokio::sync::oneshot::channel();
     let previous = inner
         .write_turns
         .lock()
@@ -146,34 +135,11 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
             let _ = previous.await;
         }
         let written = write_request(&inner, leader, batches).await;
-        // Taken before the successor may write, so handling follows the write order.
-        let handled = written
-            .as_ref()
-            .map(|w| handle_turn(&inner, leader, &w.conn));
         drop(written_tx);
-        if let (Some(written), Some(handled)) = (written, handled) {
-            handle_response(inner, written, permit, handled).await;
+        if let Some(written) = written {
+            handle_response(inner, written, permit).await;
         }
     });
-}
-
-/// This written request's place among the responses of its connection: the sender its
-/// successor waits on (dropped once this response is handled) and its predecessor's
-/// receiver, if the predecessor was written on the same connection.
-fn handle_turn(
-    inner: &Inner,
-    leader: i32,
-    conn: &Arc<Connection>,
-) -> (oneshot::Sender<()>, Option<oneshot::Receiver<()>>) {
-    let (done_tx, done_rx) = oneshot::channel();
-    let previous = inner
-        .handle_turns
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(leader, (Arc::downgrade(conn), done_rx));
-    let same_connection =
-        previous.filter(|(c, _)| std::sync::Weak::ptr_eq(c, &Arc::downgrade(conn)));
-    (done_tx, same_connection.map(|(_, rx)| rx))
 }
 
 /// Puts back the idempotent batches that a requeued retry of their partition must precede
@@ -321,37 +287,39 @@ async fn write_request(
     }
 }
 
-/// Waits for a written request's response (the in-flight slot is held until then), then
-/// for its predecessor's on the same connection to be handled (`turn`: the sender to drop
-/// once this one is, the predecessor's receiver), and completes, retries or fails each of
-/// its batches.
-async fn handle_response(
-    inner: Arc<Inner>,
-    written: Written,
-    _permit: OwnedSemaphorePermit,
-    turn: (oneshot::Sender<()>, Option<oneshot::Receiver<()>>),
-) {
+/// Waits for a written request's response (the in-flight slot is held until then) and
+/// completes, retries or fails each of its batches.
+async fn handle_response(inner: Arc<Inner>, written: Written, _permit: OwnedSemaphorePermit) {
     let Written {
         conn,
         slot,
         version,
         batches,
     } = written;
-    let (_handled, previous) = turn;
 
     let rpc_timeout = inner.config.request_timeout + Duration::from_secs(5);
-    let resp = conn
+    let resp = match conn
         .await_response::<ProduceRequest>(slot, version, rpc_timeout)
-        .await;
-    if let Some(previous) = previous {
-        // Handled or dropped: either way the predecessor's batches are settled or requeued.
-        let _ = previous.await;
-    }
-    let resp = match resp {
+        .await
+    {
         Ok(resp) => resp,
         Err(e) => return retry_or_fail(&inner, batches, &e),
     };
-    let mut results = partition_results(resp);
+    let mut results: HashMap<(String, i32), PartitionResult> = HashMap::new();
+    for t in resp.responses {
+        let topic = t.name.0.to_string();
+        for p in t.partition_responses {
+            results.insert(
+                (topic.clone(), p.index),
+                (
+                    p.error_code,
+                    p.error_message.map(|m| m.to_string()),
+                    p.base_offset,
+                    p.log_append_time_ms,
+                ),
+            );
+        }
+    }
     let mut retry = Vec::new();
     let mut refresh_topics: Vec<String> = Vec::new();
     for batch in batches {
@@ -386,26 +354,6 @@ async fn handle_response(
     for (batch, err) in retry {
         retry_or_fail(&inner, vec![batch], &err);
     }
-}
-
-/// Each (topic, partition)'s answer in a Produce response.
-fn partition_results(resp: ProduceResponse) -> HashMap<(String, i32), PartitionResult> {
-    let mut results = HashMap::new();
-    for t in resp.responses {
-        let topic = t.name.0.to_string();
-        for p in t.partition_responses {
-            results.insert(
-                (topic.clone(), p.index),
-                (
-                    p.error_code,
-                    p.error_message.map(|m| m.to_string()),
-                    p.base_offset,
-                    p.log_append_time_ms,
-                ),
-            );
-        }
-    }
-    results
 }
 
 /// A batch whose leader is unknown, missing from the broker list or not reachable yet is no
