@@ -36,6 +36,8 @@ def producer():
     return Producer({
         **debug,
         "bootstrap.servers": bootstrap,
+        # Names the process in librdkafka's log lines (`<client.id>#producer-1`).
+        "client.id": f"queue-k{ident}",
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 5,

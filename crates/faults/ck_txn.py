@@ -29,7 +29,9 @@ same partition of OUT_TOPIC and commits the consumed offsets with send_offsets_t
 "latency": ms, "error": ...} with the outcomes of `produce`. After any failed transaction the
 consumer is rebuilt, so it starts again from the committed offsets. A fatal error (fenced by a
 newer instance with the same transactional.id, ...) ends the process (exit 3): the harness
-starts the next one. LAUNCH numbers the processes (`x<ID>.<LAUNCH>.<incarnation>-<n>`). FAULT
+starts the next one. A librdkafka call still running 15 s past its own timeout (known case 9
+of docs/faults.md, ck_watchdog.py) ends it too (exit 4), after the open transaction's line
+(aborted, or unknown once its commit was requested). LAUNCH numbers the processes (`x<ID>.<LAUNCH>.<incarnation>-<n>`). FAULT
 `offsets-outside` is the self-test's deliberate bug: the offsets are committed outside the
 transaction, after it, and the process sometimes dies between the two.
 """
@@ -43,6 +45,8 @@ import threading
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from ck_watchdog import Watchdog
 
 mode, bootstrap, topic, partitions = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 stop = threading.Event()
@@ -73,6 +77,7 @@ def produce(ident, pace, seed):
         p = Producer({
             **debug,
             "bootstrap.servers": bootstrap,
+            "client.id": f"txn{ident}",
             "transactional.id": f"faults-txn-{ident}",
             "acks": "all",
             "linger.ms": 5,
@@ -216,6 +221,8 @@ def ctp_consumer(ident):
     return Consumer({
         **ck_debug(),
         "bootstrap.servers": bootstrap,
+        # Names the process in librdkafka's debug lines (`<client.id>#consumer-2`).
+        "client.id": f"ctp{ident}-in",
         "group.id": "faults-ctp",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
@@ -231,6 +238,7 @@ def ctp_producer(ident):
     return Producer({
         **ck_debug(),
         "bootstrap.servers": bootstrap,
+        "client.id": f"ctp{ident}-out",
         "transactional.id": f"faults-ctp-{ident}",
         "acks": "all",
         "linger.ms": 5,
@@ -242,9 +250,10 @@ def ctp_producer(ident):
     })
 
 
-def ctp_transaction(p, c, name, batch, out_topic, fault, state):
+def ctp_transaction(p, c, name, batch, out_topic, fault, state, wd):
     """One transaction over `batch`, committing its consumed offsets in it. `state` gets
-    "offsets" ([[partition, next offset], ...]) and "commit_requested"; raises on failure."""
+    "offsets" ([[partition, next offset], ...]) and "commit_requested"; raises on failure.
+    The blocking calls run under the watchdog `wd` (ck_watchdog.py)."""
     offsets = {}
     for m in batch:
         offsets[m.partition()] = max(offsets.get(m.partition(), 0), m.offset() + 1)
@@ -255,11 +264,13 @@ def ctp_transaction(p, c, name, batch, out_topic, fault, state):
         value = f"{m.value().decode(errors='replace')}@{m.offset()}@{name}"
         p.produce(out_topic, value.encode(), partition=m.partition())
     if fault != "offsets-outside":
-        p.send_offsets_to_transaction(tps, c.consumer_group_metadata(), 30)
+        meta = c.consumer_group_metadata()
+        wd.call("send_offsets_to_transaction", 30,
+                lambda: p.send_offsets_to_transaction(tps, meta, 30))
     state["commit_requested"] = True
     for attempt in range(3):
         try:
-            p.commit_transaction(30)
+            wd.call("commit_transaction", 30, lambda: p.commit_transaction(30))
             break
         except KafkaException as e:
             err = kafka_error(e)
@@ -275,11 +286,13 @@ def ctp_transaction(p, c, name, batch, out_topic, fault, state):
         c.commit(offsets=tps, asynchronous=False)
 
 
-def ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter):
+def ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter, wd, pending):
     """Transactions over what `c` consumes until one fails or the run stops; returns whether
-    the failure was fatal (the producer is unusable)."""
+    the failure was fatal (the producer is unusable). `pending["txn"]` names the transaction
+    in progress for the watchdog's report."""
     while not stop.is_set():
-        batch = [m for m in c.consume(50, 0.5) if m.error() is None]
+        batch = [m for m in wd.call("consume", 0.5, lambda: c.consume(50, 0.5))
+                 if m.error() is None]
         if not batch:
             continue
         name = f"x{ident}.{launch}.{incarnation}-{counter[0]}"
@@ -288,38 +301,61 @@ def ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter):
                  "inputs": [[m.partition(), m.offset(), m.value().decode(errors="replace")]
                             for m in batch]}
         started = time.monotonic()
+        pending["txn"] = (name, state, started)
         error, fatal = None, False
         try:
-            ctp_transaction(p, c, name, batch, out_topic, fault, state)
+            ctp_transaction(p, c, name, batch, out_topic, fault, state, wd)
         except (KafkaException, BufferError) as e:
             error = str(e)
             err = kafka_error(e) if isinstance(e, KafkaException) else None
             fatal = err is not None and err.fatal()
             if not fatal:
                 try:
-                    p.abort_transaction(30)
+                    wd.call("abort_transaction", 30, lambda: p.abort_transaction(30))
                 except KafkaException as e2:
                     error += f"; abort: {e2}"
                     fatal = True
         # As for `produce`: "aborted" only if commit was never requested.
         outcome = "committed" if error is None else (
             "unknown" if state["commit_requested"] else "aborted")
-        emit({"ctp": name, "inputs": state["inputs"], "offsets": state["offsets"],
-              "outcome": outcome, "error": error,
-              "latency": int((time.monotonic() - started) * 1000)})
+        with wd.lock:  # one line per transaction: this one or the watchdog's
+            pending["txn"] = None
+            emit({"ctp": name, "inputs": state["inputs"], "offsets": state["offsets"],
+                  "outcome": outcome, "error": error,
+                  "latency": int((time.monotonic() - started) * 1000)})
         if error is not None:
             return fatal
     return False
+
+
+def on_stuck(ident, launch, pending):
+    """The watchdog's end of a process stuck in a librdkafka call (case 9 of docs/faults.md):
+    the open transaction's line (aborted, or unknown once its commit was requested), then the
+    process exits and the harness starts the next one."""
+    def report(call):
+        error = (f"stuck: {call} did not return within its timeout + 15 s "
+                 "(confluentinc/librdkafka#5511, #5456); the process exits")
+        txn = pending.get("txn")
+        if txn is not None:
+            name, state, started = txn
+            emit({"ctp": name, "inputs": state["inputs"], "offsets": state["offsets"],
+                  "outcome": "unknown" if state["commit_requested"] else "aborted",
+                  "error": error, "latency": int((time.monotonic() - started) * 1000)})
+        emit({"info": f"x{ident}.{launch}: {error}"})
+        os._exit(4)
+    return report
 
 
 def process(ident, out_topic, launch, fault):
     watch_stdin()
     incarnation = 0
     counter = [0]
+    pending = {"txn": None}
+    wd = Watchdog(on_stuck(ident, launch, pending))
     while not stop.is_set():
         p = ctp_producer(ident)
         try:
-            p.init_transactions(30)
+            wd.call("init_transactions", 30, lambda: p.init_transactions(30))
         except KafkaException as e:
             err = kafka_error(e)
             emit({"info": f"x{ident}.{launch}.{incarnation}: init_transactions: {e}"})
@@ -332,10 +368,11 @@ def process(ident, out_topic, launch, fault):
         while not fatal and not stop.is_set():
             c = ctp_consumer(ident)
             c.subscribe([topic])
-            fatal = ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter)
+            fatal = ctp_batches(ident, p, c, launch, incarnation, out_topic, fault, counter,
+                                wd, pending)
             # Rebuilt after a failure, so it starts from the committed offsets again.
             try:
-                c.close()
+                wd.call("consumer close", 30, c.close)
             except KafkaException:
                 pass
         if fatal:

@@ -6,8 +6,8 @@
 //! with acks=all and its answer parked until the partition's high watermark covers it; only
 //! then is the pure state moved (`complete_write`), so every acknowledged transition is
 //! durable. A replicated Prepare* starts a marker task ([`crate::txn_markers`]); when it
-//! reports every marker written the task writes Complete*. A 1 s tick aborts timed-out
-//! transactions and expires idle transactional ids.
+//! reports every marker written the task writes Complete*. A 1 s tick writes again a Complete*
+//! whose write failed, aborts timed-out transactions and expires idle transactional ids.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -446,7 +446,17 @@ impl TxnManager {
         for p in partitions {
             let writes = self.coordinator(p).map(|c| c.tick(now)).unwrap_or_default();
             for write in writes {
-                tracing::info!(txn = %write.transactional_id, aborting = write.value.is_some(), "transaction timed out or id expired");
+                let state = write.value.as_ref().map(|m| m.state);
+                if matches!(
+                    state,
+                    Some(TxnState::CompleteCommit | TxnState::CompleteAbort)
+                ) {
+                    // Its last write failed (not replicated in time): Kafka's marker channel
+                    // retries that append too, else the id would stay in Prepare* for good.
+                    tracing::info!(txn = %write.transactional_id, "writing the transaction's completion again");
+                } else {
+                    tracing::info!(txn = %write.transactional_id, aborting = write.value.is_some(), "transaction timed out or id expired");
+                }
                 self.write(p, write, Box::new(|_| {}));
             }
         }

@@ -8,10 +8,15 @@
 //! them. Before the fix that next Produce was sequence 5, already drained and waiting for an
 //! in-flight slot: it took the slot sequence 0's failure freed, pushed sequence 0 out of the
 //! five remembered batches, and every retry of sequence 0 was OUT_OF_ORDER_SEQUENCE_NUMBER.
+//! The second fake broker reproduces the window that fix left (responses handled out of
+//! request order), still open: `a_failure_is_handled_before_the_later_responses_free_their_slots`
+//! is ignored until it is closed.
 
 mod support;
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -126,6 +131,87 @@ async fn a_retry_is_not_overtaken_by_a_later_batch_of_its_partition() {
             tokio::spawn(connection(s, port));
         }
     });
+    produce_eight_in_order(port).await;
+}
+
+/// What the connections of the second fake broker share: the partition's log and whether
+/// sequence 0's first attempt has been failed yet.
+#[derive(Default)]
+struct Shared {
+    leader: Mutex<Leader>,
+    failed_first: AtomicBool,
+}
+
+/// The second fake broker's connection: sequence 0's first attempt is appended and answered
+/// NOT_LEADER_OR_FOLLOWER once four more Produce requests are in, the four are answered at
+/// once behind it (responses in request order, as Kafka), and from then on every Metadata
+/// answer waits 300 ms. The producer refreshes metadata before it requeues sequence 0, so the
+/// four successes are in the client before that failure is handled.
+async fn connection_with_slow_refresh(mut s: TcpStream, port: u16, shared: Arc<Shared>) {
+    let mut owed: Vec<(RequestHeader, ProduceResponse)> = Vec::new();
+    while let Some(Frame { header, mut body }) = read_frame(&mut s).await {
+        let v = header.request_api_version;
+        match ApiKey::try_from(header.request_api_key).expect("api key") {
+            ApiKey::ApiVersions => respond(&mut s, &header, &api_versions()).await,
+            ApiKey::Metadata => {
+                if shared.failed_first.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                respond(&mut s, &header, &metadata(port)).await
+            }
+            ApiKey::InitProducerId => {
+                let resp = InitProducerIdResponse::default().with_producer_id(ProducerId(7));
+                respond(&mut s, &header, &resp).await
+            }
+            ApiKey::Produce => {
+                let req = ProduceRequest::decode(&mut body, v).expect("produce");
+                let (code, offset) = shared.leader.lock().expect("leader").append(sequence(&req));
+                if shared.failed_first.load(Ordering::SeqCst) {
+                    respond(&mut s, &header, &produce_answer(code, offset)).await;
+                    continue;
+                }
+                let answer = if owed.is_empty() {
+                    produce_answer(6, -1)
+                } else {
+                    produce_answer(code, offset)
+                };
+                owed.push((header, answer));
+                if owed.len() == 5 {
+                    shared.failed_first.store(true, Ordering::SeqCst);
+                    for (h, a) in owed.drain(..) {
+                        respond(&mut s, &h, &a).await;
+                    }
+                }
+            }
+            other => panic!("the fake broker does not answer {other:?}"),
+        }
+    }
+}
+
+/// The window case 8 left: the responses of one connection arrive in order, but each
+/// request's task handled its own; the four successes freed their in-flight slots while
+/// sequence 0's failure still waited for its metadata refresh, so sequence 5 (drained,
+/// waiting for a slot) was written before sequence 0's retry was queued, pushed it out of the
+/// five remembered batches, and the first record failed with OUT_OF_ORDER_SEQUENCE_NUMBER.
+/// Open (docs/faults.md, case 8): handling the responses in order closed it, but fault
+/// reruns with that change had more of these failures, not fewer, so it was left out.
+#[tokio::test]
+#[ignore = "known case 8's window, open: fails with OUT_OF_ORDER_SEQUENCE_NUMBER (docs/faults.md)"]
+async fn a_failure_is_handled_before_the_later_responses_free_their_slots() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let shared = Arc::new(Shared::default());
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(connection_with_slow_refresh(s, port, shared.clone()));
+        }
+    });
+    produce_eight_in_order(port).await;
+}
+
+/// Eight one-record batches to partition 0 of the fake broker at `port`, each acknowledged
+/// at its own offset 0..8.
+async fn produce_eight_in_order(port: u16) {
     let client = Client::connect(ClientConfig::new(&format!("127.0.0.1:{port}")))
         .await
         .expect("connect");

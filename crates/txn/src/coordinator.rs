@@ -109,6 +109,10 @@ struct Entry {
     /// Whether the metadata has been written at least once (a fresh id's first
     /// InitProducerId failing to replicate leaves nothing behind).
     persisted: bool,
+    /// Every marker of the Prepare* transaction is written but its Complete* is not yet:
+    /// `tick` writes it again after a failed write (Kafka's `TransactionMarkerChannelManager`
+    /// retries that append), or the id would stay in Prepare* for good.
+    completion_owed: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -149,6 +153,7 @@ impl TxnCoordinator {
                             meta,
                             pending: None,
                             persisted: true,
+                            completion_owed: false,
                         },
                     );
                 }
@@ -223,6 +228,7 @@ impl TxnCoordinator {
                 meta,
                 pending: None,
                 persisted: false,
+                completion_owed: false,
             };
             self.txns.insert(req.transactional_id.clone(), entry);
         }
@@ -387,7 +393,8 @@ impl TxnCoordinator {
     }
 
     /// Every marker of the transaction is written: Complete*, with no partitions. `None` when
-    /// the id has moved on (a stale job) or a write is pending (the shell retries later).
+    /// the id has moved on (a stale job) or a write is pending (if that write is this
+    /// completion and fails, `tick` writes it again).
     pub fn markers_written(&mut self, now_ms: i64, job: &MarkerJob) -> Option<Write> {
         let entry = self.txns.get_mut(&job.transactional_id)?;
         let m = &entry.meta;
@@ -403,14 +410,8 @@ impl TxnCoordinator {
         {
             return None;
         }
-        let mut target = m.clone();
-        target.state = if job.commit {
-            TxnState::CompleteCommit
-        } else {
-            TxnState::CompleteAbort
-        };
-        target.partitions.clear();
-        target.last_update_ms = now_ms;
+        let target = completion(m, now_ms);
+        entry.completion_owed = true;
         Some(pend(entry, target))
     }
 
@@ -430,6 +431,7 @@ impl TxnCoordinator {
             }
             return None;
         }
+        entry.completion_owed = false;
         if target.state == TxnState::Dead {
             self.txns.remove(transactional_id);
             return None;
@@ -443,9 +445,10 @@ impl TxnCoordinator {
             .then(|| marker_job(&entry.meta))
     }
 
-    /// The background step: open transactions past their timeout are aborted with a bumped
-    /// epoch (the producer is fenced, as Kafka's `abortTimedOutTransactions`), and idle ids
-    /// unused for `transactional.id.expiration.ms` are removed (a tombstone).
+    /// The background step: a completion whose write failed is written again; open
+    /// transactions past their timeout are aborted with a bumped epoch (the producer is
+    /// fenced, as Kafka's `abortTimedOutTransactions`), and idle ids unused for
+    /// `transactional.id.expiration.ms` are removed (a tombstone).
     pub fn tick(&mut self, now_ms: i64) -> Vec<Write> {
         let expiration = self.config.id_expiration_ms;
         let mut writes = Vec::new();
@@ -454,7 +457,10 @@ impl TxnCoordinator {
                 continue;
             }
             let m = &entry.meta;
-            if m.has_timed_out(now_ms) {
+            if entry.completion_owed && m.state.is_preparing() {
+                let target = completion(m, now_ms);
+                writes.push(pend(entry, target));
+            } else if m.has_timed_out(now_ms) {
                 let target = fence_and_abort(m, now_ms);
                 writes.push(pend(entry, target));
             } else if m.state.is_idle() && m.last_update_ms.saturating_add(expiration) <= now_ms {
@@ -562,6 +568,19 @@ fn bump_epoch(
         Some(_) => return Err(InitAnswer::Failed(PRODUCER_FENCED)),
     }
     Ok(target)
+}
+
+/// PrepareCommit -> CompleteCommit, PrepareAbort -> CompleteAbort, with no partitions.
+fn completion(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+    let mut target = m.clone();
+    target.state = if m.state == TxnState::PrepareCommit {
+        TxnState::CompleteCommit
+    } else {
+        TxnState::CompleteAbort
+    };
+    target.partitions.clear();
+    target.last_update_ms = now_ms;
+    target
 }
 
 fn marker_job(m: &TxnMetadata) -> MarkerJob {

@@ -148,6 +148,45 @@ fn commit_goes_through_prepare_markers_and_complete() {
     assert_eq!(state(&c), TxnState::CompleteAbort);
 }
 
+/// Known case 9 of docs/faults.md: the CompleteCommit write after the markers was not
+/// replicated in time, nothing wrote it again, and the id answered CONCURRENT_TRANSACTIONS to
+/// every request (AddPartitionsToTxn, AddOffsetsToTxn, InitProducerId) for good. Kafka's
+/// `TransactionMarkerChannelManager` retries that append; here the tick does.
+#[test]
+fn a_completion_whose_write_failed_is_written_again_by_the_tick() {
+    let mut c = TxnCoordinator::new(TxnConfig::default());
+    let (pid, epoch) = init(&mut c, 0);
+    let d = c.add_partitions(1, ID, pid, epoch, &[tp("a", 0)]);
+    settle(&mut c, d);
+    let Decision::Write(w, NONE) = c.end_txn(2, ID, pid, epoch, true) else {
+        panic!("end_txn")
+    };
+    let job = c
+        .complete_write(&w.transactional_id, true)
+        .expect("marker job");
+    let w = c.markers_written(3, &job).expect("complete");
+    assert!(c.complete_write(&w.transactional_id, false).is_none());
+    assert_eq!(state(&c), TxnState::PrepareCommit);
+    assert_eq!(
+        c.add_partitions(4, ID, pid, epoch, &[tp("a", 0)]),
+        Decision::Answer(CONCURRENT_TRANSACTIONS)
+    );
+    for (now, replicated) in [(1_000, false), (2_000, true)] {
+        let writes = c.tick(now);
+        assert_eq!(writes.len(), 1, "the completion again at {now}");
+        let written = writes[0]
+            .value
+            .as_ref()
+            .map(|m| (m.state, m.partitions.len()));
+        assert_eq!(written, Some((TxnState::CompleteCommit, 0)));
+        assert!(c.complete_write(ID, replicated).is_none());
+    }
+    assert_eq!(state(&c), TxnState::CompleteCommit);
+    assert!(c.tick(3_000).is_empty(), "nothing owed any more");
+    let d = c.add_partitions(3_001, ID, pid, epoch, &[tp("b", 0)]);
+    assert!(matches!(d, Decision::Write(_, NONE)), "{d:?}");
+}
+
 #[test]
 fn end_txn_without_a_transaction_is_invalid() {
     let mut c = TxnCoordinator::new(TxnConfig::default());
