@@ -157,7 +157,7 @@ async fn connection_with_slow_refresh(mut s: TcpStream, port: u16, shared: Arc<S
                 if shared.failed_first.load(Ordering::SeqCst) {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                 }
-                respond(&mut s, &header, &metadata(port)).await
+                respond(&mut s, &header, &support::metadata(port, 1, &[1])).await
             }
             ApiKey::InitProducerId => {
                 let resp = InitProducerIdResponse::default().with_producer_id(ProducerId(7));
