@@ -212,6 +212,29 @@ impl BrokerConfig {
         tls::ReloadingSecurity::new(Box::new(get))
     }
 
+    /// The controller (quorum) listener's connection cap:
+    /// `listener.name.<controller listener>.max.connections` when set, else
+    /// [`runnel_raft::config::DEFAULT_MAX_CONNECTIONS`]. Kafka's broker-wide `max.connections`
+    /// is unbounded by default; the quorum listener shares this process's descriptor table
+    /// with the Kafka listeners and the logs, so it is bounded on its own.
+    pub fn controller_max_connections(&self) -> Result<usize, BrokerError> {
+        let names = self.controller_listener_names();
+        let name = names.first().map(String::as_str).unwrap_or("CONTROLLER");
+        let key = format!(
+            "listener.name.{}.max.connections",
+            name.to_ascii_lowercase()
+        );
+        let Some(value) = self.props.get(&key) else {
+            return Ok(runnel_raft::config::DEFAULT_MAX_CONNECTIONS);
+        };
+        match value.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(config_error(format!(
+                "{key}={value}: expected a positive number of connections"
+            ))),
+        }
+    }
+
     /// The controller (quorum) listener's security: `controller.listener.names` (its first
     /// name), that name's protocol in `listener.security.protocol.map`, the listener's
     /// `listener.name.<name>.` TLS and SASL properties for accepting, and
@@ -433,6 +456,34 @@ mod tests {
         }
         let plan = config.listener_plan()?;
         config.inter_broker_security(&plan).map(|s| s.current())
+    }
+
+    #[test]
+    fn the_controller_listeners_cap_comes_from_its_own_max_connections() {
+        let cap = |props: &[(&str, &str)]| {
+            let mut config = test_config();
+            for (k, v) in props {
+                config.props.insert(k.to_string(), v.to_string());
+            }
+            config.controller_max_connections()
+        };
+        let default = runnel_raft::config::DEFAULT_MAX_CONNECTIONS;
+        // The broker-wide max.connections is the Kafka listeners' (unbounded by default).
+        assert_eq!(cap(&[("max.connections", "2147483647")]).unwrap(), default);
+        assert_eq!(
+            cap(&[("listener.name.controller.max.connections", "50")]).unwrap(),
+            50
+        );
+        let named = [
+            ("controller.listener.names", "QUORUM"),
+            ("listener.name.quorum.max.connections", "7"),
+            ("listener.name.controller.max.connections", "50"),
+        ];
+        assert_eq!(cap(&named).unwrap(), 7);
+        for bad in ["0", "-1", "many"] {
+            let e = cap(&[("listener.name.controller.max.connections", bad)]).unwrap_err();
+            assert!(e.to_string().contains("positive number"), "{e}");
+        }
     }
 
     #[test]

@@ -29,7 +29,17 @@ pub struct QuorumConfig {
     /// The cluster this quorum belongs to: stamped on every frame sent, and frames stamped
     /// with another id are refused.
     pub cluster_id: String,
+    /// Connections the controller listener holds at once; one more is closed on accept.
+    /// Each held connection takes a file descriptor from the process's table, which the
+    /// broker's segment files share: without a cap, a peer opening connections could starve
+    /// the logs of descriptors (Kafka caps its controller listener with `max.connections`).
+    pub max_connections: usize,
 }
+
+/// [`QuorumConfig::max_connections`] by default: far more than a cluster's peers use (each
+/// node keeps a few pooled connections to each other node), far less than a process's
+/// descriptor table.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 impl QuorumConfig {
     /// A configuration with Kafka-like defaults (election timeout 1000-2000 ms, heartbeat
@@ -46,6 +56,7 @@ impl QuorumConfig {
             snapshot_every: 1000,
             observer_address: None,
             cluster_id: String::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 
@@ -75,6 +86,9 @@ impl QuorumConfig {
                     "voter {id} has address '{addr}', expected HOST:PORT"
                 ));
             }
+        }
+        if self.max_connections == 0 {
+            return bad("the controller listener's max.connections must be positive".into());
         }
         if self.heartbeat_interval_ms == 0 {
             return bad("heartbeat interval must be positive".into());

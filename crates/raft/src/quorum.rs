@@ -148,6 +148,7 @@ impl MetadataQuorum {
                 app.clone(),
                 config.cluster_id.clone(),
                 security.clone(),
+                config.max_connections,
             )));
         }
         let voters: BTreeMap<NodeId, Node> = config

@@ -195,6 +195,7 @@ async fn start_quorum(
     );
     quorum_config.cluster_id = cluster_id.to_string();
     quorum_config.observer_address = cluster.controller_advertise.clone();
+    quorum_config.max_connections = config.controller_max_connections()?;
     let started = if config.cluster.is_some() {
         let quorum_listener = TcpListener::bind(cluster.controller_listen)
             .await

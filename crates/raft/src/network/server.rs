@@ -45,27 +45,46 @@ pub async fn serve_rpc_with_app(
     app: AppSlot,
     cluster_id: String,
 ) {
-    serve_rpc_secured(listener, raft, app, cluster_id, plaintext()).await
+    serve_rpc_secured(
+        listener,
+        raft,
+        app,
+        cluster_id,
+        plaintext(),
+        crate::config::DEFAULT_MAX_CONNECTIONS,
+    )
+    .await
 }
 
 /// How long an accepted connection may take to finish its TLS / SASL handshake before it is
 /// closed (a peer that connects and says nothing must not hold a task forever).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// At most one warning per this long about connections refused at the cap (a flood of
+/// connections must not become a flood of log lines).
+const REFUSAL_WARN_EVERY: Duration = Duration::from_secs(10);
+
 /// [`serve_rpc_with_app`] on a listener secured by `security`: each connection must pass
-/// [`ChannelSecurity::accept`] before any frame of it is read.
+/// [`ChannelSecurity::accept`] before any frame of it is read. While `max_connections` are
+/// open, a newly accepted one is closed at once.
 pub async fn serve_rpc_secured(
     listener: TcpListener,
     raft: Raft,
     app: AppSlot,
     cluster_id: String,
     security: Arc<dyn ChannelSecurity>,
+    max_connections: usize,
 ) {
     let cluster_id: Arc<str> = cluster_id.into();
     let mut connections = JoinSet::new();
+    let mut refusals = RefusalLog::default();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) if connections.len() >= max_connections => {
+                    drop(stream);
+                    refusals.refused(peer, max_connections);
+                }
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let raft = raft.clone();
@@ -108,6 +127,31 @@ pub async fn serve_rpc_secured(
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Counts the connections refused at the cap and warns about them now and then.
+#[derive(Default)]
+struct RefusalLog {
+    since_warning: u64,
+    last_warning: Option<std::time::Instant>,
+}
+
+impl RefusalLog {
+    fn refused(&mut self, peer: std::net::SocketAddr, max_connections: usize) {
+        self.since_warning += 1;
+        let due = self
+            .last_warning
+            .is_none_or(|at| at.elapsed() >= REFUSAL_WARN_EVERY);
+        if due {
+            tracing::warn!(
+                %peer,
+                refused = self.since_warning,
+                "closed new quorum connections: {max_connections} are open (the controller listener's max.connections)"
+            );
+            self.since_warning = 0;
+            self.last_warning = Some(std::time::Instant::now());
         }
     }
 }
