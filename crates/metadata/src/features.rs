@@ -244,11 +244,14 @@ pub fn default_level(feature: &str, metadata_version: i16) -> i16 {
 }
 
 /// The metadata.version a feature level needs (Kafka's `validateVersion`: every level above 0
-/// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0).
+/// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0). `TransactionVersion`
+/// declares no dependency, so feature-dependencies prints none for it (and every
+/// metadata.version Runnel supports is past 3.3-IV0).
 pub fn required_metadata_version(feature: &str, level: i16) -> Option<i16> {
     match (feature, level) {
         (_, l) if l < 1 => None,
         ("group.version", _) => Some(22),
+        ("transaction.version", _) => None,
         _ => Some(4),
     }
 }

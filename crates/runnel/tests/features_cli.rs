@@ -51,6 +51,33 @@ fn feature_changes_print_as_kafka_features_sh() {
         "group.version can be upgraded to 1.\nmetadata.version can be upgraded to 25.\n"
     );
 
+    // transaction.version is the one level that changes (KIP-890 part 2 off and on again):
+    // recorded by the controller, then reported.
+    let o = features(addr, &["downgrade", "--feature", "transaction.version=0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "transaction.version was downgraded to 0.\n");
+    let finalized = |level: &str| {
+        let o = features(addr, &["describe"]);
+        stdout(&o).lines().any(|l| {
+            l.starts_with(
+                "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t",
+            ) && l.contains(&format!("FinalizedVersionLevel: {level}\t"))
+        })
+    };
+    wait_until("transaction.version finalized at 0", || finalized("0"));
+    // An upgrade request may not lower it.
+    let o = features(addr, &["upgrade", "--feature", "transaction.version=2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "transaction.version was upgraded to 2.\n");
+    wait_until("transaction.version finalized at 2", || finalized("2"));
+    let o = features(addr, &["upgrade", "--feature", "transaction.version=3"]);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("Broker supports versions 0-2."),
+        "{}",
+        stdout(&o)
+    );
+
     // A change is refused per feature: Kafka's lines, then the count, and a failed exit.
     let o = features(
         addr,

@@ -308,7 +308,7 @@ async fn verify_transactional(
             let open = broker
                 .replicas
                 .get(&name, data.index)
-                .is_some_and(|p| p.in_transaction(producer_id));
+                .is_some_and(|p| p.in_transaction_at(producer_id, producer_epoch));
             if open {
                 continue;
             }

@@ -205,7 +205,7 @@ async fn verify(
     let open = broker
         .replicas
         .get(OFFSETS_TOPIC, partition)
-        .is_some_and(|p| p.in_transaction(producer_id));
+        .is_some_and(|p| p.in_transaction_at(producer_id, request.producer_epoch));
     if open {
         return Ok(());
     }
