@@ -37,7 +37,7 @@ fn feature_changes_print_as_kafka_features_sh() {
     let broker = TestBroker::start(dir.path(), &[]);
     let addr = broker.addr.as_str();
 
-    // The finalized level is accepted (a no-op on Runnel, whose levels are fixed).
+    // The finalized level is accepted (a no-op; group.version and metadata.version are fixed).
     let o = features(addr, &["upgrade", "--feature", "group.version=1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "group.version was upgraded to 1.\n");
@@ -48,7 +48,8 @@ fn feature_changes_print_as_kafka_features_sh() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "group.version can be upgraded to 1.\nmetadata.version can be upgraded to 25.\n"
+        "group.version can be upgraded to 1.\nmetadata.version can be upgraded to 25.\n\
+         transaction.version can be upgraded to 2.\n"
     );
 
     // transaction.version is the one level that changes (KIP-890 part 2 off and on again):
