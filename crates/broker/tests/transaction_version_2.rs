@@ -14,16 +14,13 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use runnel_codes::{INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, NONE, PRODUCER_FENCED};
 use support::{InProcessBroker, Outcome};
 
 const LIMIT: Duration = Duration::from_secs(20);
 const TOPIC: &str = "tv2";
 const TID: &str = "tv2-producer";
 const GROUP: &str = "tv2-group";
-const NONE: i16 = 0;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
-const PRODUCER_FENCED: i16 = 90;
 
 fn frame(key: ApiKey, version: i16, body: &impl Encodable) -> Bytes {
     let header = RequestHeader::default()

@@ -490,7 +490,8 @@ fn formatted_feature_levels_are_the_finalized_ones() {
         ("metadata.version".to_string(), 25),
         ("transaction.version".to_string(), 1),
     ];
-    wait_until("group.version 0 and transaction.version 1 finalized", || {
-        finalized_levels(&broker.addr) == expected
-    });
+    wait_until(
+        "group.version 0 and transaction.version 1 finalized",
+        || finalized_levels(&broker.addr) == expected,
+    );
 }

@@ -15,6 +15,11 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use runnel_codes::{
+    CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+    INVALID_PRODUCER_EPOCH, NONE, NOT_COORDINATOR, NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER,
+    TOPIC_ALREADY_EXISTS,
+};
 use support::cluster::{leader_and_isr, Cluster};
 use support::Wire;
 
@@ -22,8 +27,6 @@ const TOPIC: &str = "tv2";
 const TID: &str = "tv2-process";
 const GROUP: &str = "tv2-process-group";
 const PATIENCE: Duration = Duration::from_secs(30);
-const NONE: i16 = 0;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -110,7 +113,14 @@ fn produce(leader: &str, records: Bytes) -> Option<i16> {
 /// the previous transaction's markers still being written).
 fn produce_ok(leader: &str, pid: i64, epoch: i16, seq: i32, value: &str) {
     let code = eventually("a produce answer", || {
-        produce(leader, batch(pid, epoch, seq, value)).filter(|c| ![6, 15, 16, 19, 51].contains(c))
+        let retriable = [
+            NOT_LEADER_OR_FOLLOWER,
+            COORDINATOR_NOT_AVAILABLE,
+            NOT_COORDINATOR,
+            NOT_ENOUGH_REPLICAS,
+            CONCURRENT_TRANSACTIONS,
+        ];
+        produce(leader, batch(pid, epoch, seq, value)).filter(|c| !retriable.contains(c))
     });
     assert_eq!(code, NONE, "produce {value}");
 }
@@ -124,7 +134,11 @@ fn end_txn(coordinator: &str, pid: i64, epoch: i16, commit: bool) -> (i16, i64, 
             .with_producer_epoch(epoch)
             .with_committed(commit);
         let r: EndTxnResponse = call(coordinator, ApiKey::EndTxn, 5, &req)?;
-        (r.error_code != 51).then_some((r.error_code, r.producer_id.0, r.producer_epoch))
+        (r.error_code != CONCURRENT_TRANSACTIONS).then_some((
+            r.error_code,
+            r.producer_id.0,
+            r.producer_epoch,
+        ))
     })
 }
 
@@ -148,7 +162,13 @@ fn txn_offset_commit(group_coordinator: &str, pid: i64, epoch: i16, offset: i64)
             ]);
         let r: TxnOffsetCommitResponse = call(group_coordinator, ApiKey::TxnOffsetCommit, 5, &req)?;
         let code = r.topics.first()?.partitions.first()?.error_code;
-        (![14, 15, 16, 51].contains(&code)).then_some(code)
+        let retriable = [
+            COORDINATOR_LOAD_IN_PROGRESS,
+            COORDINATOR_NOT_AVAILABLE,
+            NOT_COORDINATOR,
+            CONCURRENT_TRANSACTIONS,
+        ];
+        (!retriable.contains(&code)).then_some(code)
     })
 }
 
@@ -220,7 +240,7 @@ fn full_transaction_run(nodes: i32) {
     eventually("the topic", || {
         let mut wire = Wire::try_connect(&any)?;
         let (code, _) = wire.create_topic(TOPIC, 1, rf, &[]);
-        [NONE, 36].contains(&code).then_some(())
+        [NONE, TOPIC_ALREADY_EXISTS].contains(&code).then_some(())
     });
     let leader = eventually("a leader", || {
         let (leader, isr) = leader_and_isr(&any, TOPIC)?;
@@ -255,7 +275,8 @@ fn full_transaction_run(nodes: i32) {
 
     // A zombie of the first transaction writes late with epoch 0: fenced.
     let late = eventually("the late write's answer", || {
-        produce(&leader, batch(pid, 0, 2, "zombie")).filter(|c| ![6, 19].contains(c))
+        produce(&leader, batch(pid, 0, 2, "zombie"))
+            .filter(|c| ![NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS].contains(c))
     });
     assert_eq!(late, INVALID_PRODUCER_EPOCH);
 
