@@ -2,7 +2,8 @@
 //! in-process broker (its own transaction coordinator): ApiVersions reports the finalized
 //! level, Produce v12 and TxnOffsetCommit v5 add their partitions without AddPartitionsToTxn /
 //! AddOffsetsToTxn, EndTxn v5 bumps the epoch (and answers it), the markers carry the bumped
-//! epoch so a late write of the old epoch is fenced, and EndTxn v4 keeps today's semantics.
+//! epoch so a late write of the old epoch is fenced, EndTxn v4 keeps today's semantics, and
+//! UpdateFeatures moves `transaction.version` (the request's version still decides).
 
 mod support;
 
@@ -316,4 +317,51 @@ fn version_1_requests_keep_their_semantics_on_a_version_2_cluster() {
     // EndTxn v5 ends that transaction with a bump.
     let ended = end_txn(&b, 5, pid, 0, false);
     assert_eq!((ended.error_code, ended.producer_epoch), (NONE, 1));
+}
+
+fn update_tv(b: &InProcessBroker, level: i16, upgrade_type: i8, validate_only: bool) -> i16 {
+    let request = UpdateFeaturesRequest::default()
+        .with_timeout_ms(5_000)
+        .with_validate_only(validate_only)
+        .with_feature_updates(vec![update_features_request::FeatureUpdateKey::default()
+            .with_feature(str("transaction.version"))
+            .with_max_version_level(level)
+            .with_upgrade_type(upgrade_type)]);
+    let r: UpdateFeaturesResponse = call(b, ApiKey::UpdateFeatures, 1, &request);
+    r.results[0].error_code
+}
+
+fn finalized_tv(b: &InProcessBroker) -> i16 {
+    let r: ApiVersionsResponse = call(b, ApiKey::ApiVersions, 4, &ApiVersionsRequest::default());
+    r.finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "transaction.version")
+        .map_or(0, |f| f.max_version_level)
+}
+
+#[test]
+fn update_features_moves_transaction_version_and_end_txn_v5_bumps_at_any_level() {
+    let (b, pid) = setup();
+    const UPGRADE: i8 = 1;
+    const SAFE_DOWNGRADE: i8 = 2;
+    assert_eq!(
+        update_tv(&b, 0, UPGRADE, false),
+        runnel_codes::INVALID_UPDATE_VERSION,
+        "a downgrade needs a downgrade type"
+    );
+    assert_eq!(update_tv(&b, 0, SAFE_DOWNGRADE, true), NONE);
+    assert_eq!(finalized_tv(&b), 2, "validate_only changes nothing");
+    assert_eq!(update_tv(&b, 0, SAFE_DOWNGRADE, false), NONE);
+    eventually("transaction.version 0", || {
+        (finalized_tv(&b) == 0).then_some(())
+    });
+    // The request's version decides, not the cluster's level (Kafka's
+    // `transactionVersionForEndTxn`): Produce v12 adds, EndTxn v5 bumps.
+    assert_eq!(produce(&b, 12, 0, batch(pid, 0, 0, b"x")), NONE);
+    let ended = end_txn(&b, 5, pid, 0, true);
+    assert_eq!((ended.error_code, ended.producer_epoch), (NONE, 1));
+    assert_eq!(update_tv(&b, 2, UPGRADE, false), NONE);
+    eventually("transaction.version 2", || {
+        (finalized_tv(&b) == 2).then_some(())
+    });
 }
