@@ -79,13 +79,7 @@ pub async fn update_features(
             levels: changes,
             downgrade: any_downgrade,
         };
-        if let Err(e) = broker.controller.run(op).await {
-            for r in results.iter_mut() {
-                r.error_code = e.code;
-                r.error_message = Some(str_bytes(&e.message));
-            }
-            first_error = Some(e);
-        }
+        first_error = record(broker, op, &mut results).await;
     }
     let mut response = UpdateFeaturesResponse::default().with_results(results);
     if version >= 2 {
@@ -95,4 +89,18 @@ pub async fn update_features(
         }
     }
     response
+}
+
+/// Has the controller record the changes; on failure every entry carries its error.
+async fn record(
+    broker: &Arc<Broker>,
+    op: UpdateFeatureLevels,
+    results: &mut [UpdatableFeatureResult],
+) -> Option<KafkaError> {
+    let e = broker.controller.run(op).await.err()?;
+    for r in results.iter_mut() {
+        r.error_code = e.code;
+        r.error_message = Some(str_bytes(&e.message));
+    }
+    Some(e)
 }
