@@ -108,5 +108,6 @@ def test_features_describe_as_kafka_features_sh(broker):
     assert mv[1:4] == ["SupportedMinVersion: 3.3-IV3", "SupportedMaxVersion: 4.0-IV3",
                        "FinalizedVersionLevel: 4.0-IV3"], out
     assert out[0].split("\t")[3] == "FinalizedVersionLevel: 1"
-    assert out[3].split("\t")[1:4] == ["SupportedMinVersion: 0", "SupportedMaxVersion: 0",
-                                       "FinalizedVersionLevel: 0"]
+    # KIP-890 part 2: a new cluster is at transaction.version 2, as Kafka 4.0's.
+    assert out[3].split("\t")[1:4] == ["SupportedMinVersion: 0", "SupportedMaxVersion: 2",
+                                       "FinalizedVersionLevel: 2"]

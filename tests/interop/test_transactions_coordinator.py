@@ -192,7 +192,30 @@ def test_commit_abort_and_transactions_in_a_row(txn_broker):
     assert described[1][1:5] == [txn_id, str(pid), "0", "CompleteCommit"]
 
 
-def test_a_second_producer_fences_the_first(txn_broker):
+def _at_transaction_version(broker, level):
+    """Finalizes `transaction.version` at `level` (a new cluster is at 2, KIP-890 part 2) with
+    `runnel features`, as kafka-features.sh does, and waits until the broker reports it."""
+    if level == 2:
+        return
+    p = subprocess.run([RUNNEL_BIN, "features", "--bootstrap-server", broker.bootstrap,
+                        "downgrade", "--feature", f"transaction.version={level}"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+
+    def finalized():
+        out = subprocess.run([RUNNEL_BIN, "features", "--bootstrap-server", broker.bootstrap,
+                              "describe"], capture_output=True, text=True, timeout=60).stdout
+        return any(line.startswith("Feature: transaction.version\t")
+                   and f"FinalizedVersionLevel: {level}\t" in line for line in out.splitlines())
+    wait_until(finalized, timeout=20, desc=f"transaction.version {level}")
+
+
+# The clients here speak transaction version 1 (EndTxn v3/v4), so their own transaction ends
+# keep the epoch at any level; the coordinator's own abort (a fence, a timeout) bumps once
+# more on a cluster at 2, as Kafka 4's server-level abort.
+@pytest.mark.parametrize("level", [2, 0])
+def test_a_second_producer_fences_the_first(txn_broker, level):
+    _at_transaction_version(txn_broker, level)
     topic = create_topic(txn_broker.bootstrap, unique_topic("txf"), 1)
     txn_id = unique_topic("txn-fence")
     first = _producer(txn_broker, txn_id)
@@ -205,7 +228,8 @@ def test_a_second_producer_fences_the_first(txn_broker):
     second = _producer(txn_broker, txn_id)
     second.init_transactions(OP_TIMEOUT)
     error, state, _, epoch, _ = describe(txn_broker.bootstrap, txn_id)
-    assert (error, state, epoch) == (0, "Empty", 2), "fence (+1) then the new session (+1)"
+    # Fence (+1), at level 2 the abort's version 2 bump (+1), then the new session (+1).
+    assert (error, state, epoch) == (0, "Empty", 3 if level == 2 else 2)
     with pytest.raises(KafkaException) as raised:
         first.commit_transaction(OP_TIMEOUT)
     assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower()
@@ -216,7 +240,9 @@ def test_a_second_producer_fences_the_first(txn_broker):
     _wait_state(txn_broker.bootstrap, txn_id, "CompleteCommit")
 
 
-def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_broker):
+@pytest.mark.parametrize("level", [2, 0])
+def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_broker, level):
+    _at_transaction_version(txn_broker, level)
     topic = create_topic(txn_broker.bootstrap, unique_topic("txt"), 1)
     txn_id = unique_topic("txn-timeout")
     p = _producer(txn_broker, txn_id, **{"transaction.timeout.ms": 3000, "socket.timeout.ms": 3000})
@@ -224,9 +250,10 @@ def test_a_timed_out_transaction_is_aborted_by_the_coordinator(txn_broker):
     p.begin_transaction()
     _send(p, topic, 3, "late")
     _, _, _, epoch, _ = describe(txn_broker.bootstrap, txn_id)
-    # The coordinator aborts it (epoch + 1: the producer is fenced) without any client call.
+    # The coordinator aborts it (epoch + 1: the producer is fenced; + 2 at level 2) without
+    # any client call.
     _wait_state(txn_broker.bootstrap, txn_id, "CompleteAbort")
-    assert describe(txn_broker.bootstrap, txn_id)[3] == epoch + 1
+    assert describe(txn_broker.bootstrap, txn_id)[3] == epoch + (2 if level == 2 else 1)
     with pytest.raises(KafkaException):
         p.commit_transaction(OP_TIMEOUT)
 

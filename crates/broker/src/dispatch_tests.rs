@@ -240,11 +240,7 @@ fn kafka_4x_levels() {
 /// (docs/kafka4-parity.md).
 #[test]
 fn levels_match_kafkas_schemas() {
-    const NOT_YET: &[(ApiKey, i16)] = &[
-        // KIP-890 part 2: a v5 EndTxn is the client's claim to transaction.version 2 (Kafka's
-        // coordinator bumps the epoch at every EndTxn for it), which Runnel does not implement.
-        (ApiKey::EndTxn, 5),
-    ];
+    const NOT_YET: &[(ApiKey, i16)] = &[];
     for &(key, lo, hi) in SUPPORTED {
         let upstream = key.valid_versions();
         assert_eq!(

@@ -261,6 +261,19 @@ impl ProducerStateTable {
         self.ongoing.first_offset_of(producer_id).is_some()
     }
 
+    /// Whether `producer_id` has an open transaction on this partition begun at
+    /// `producer_epoch` (Kafka 4's `UnifiedLog.hasOngoingTransaction(producerId, epoch)`): with
+    /// transaction version 2 the next transaction runs at a bumped epoch and may be produced
+    /// before the previous one's marker reached this partition, so an open transaction of
+    /// another epoch is not this one.
+    pub fn in_transaction_at(&self, producer_id: i64, producer_epoch: i16) -> bool {
+        self.in_transaction(producer_id)
+            && self
+                .producers
+                .get(&producer_id)
+                .is_some_and(|e| e.epoch == producer_epoch)
+    }
+
     /// Kafka's `removeExpiredProducers`: forgets every producer whose last batch is at least
     /// `expiration_ms` older than `now_ms`. Returns how many were removed.
     pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {

@@ -17,8 +17,8 @@ use std::time::Duration;
 use runnel_group::{partition_for_group, OffsetsRecord};
 use runnel_metadata::MetadataImage;
 use runnel_txn::{
-    Decision, InitAnswer, InitRequest, MarkerJob, TopicPartition, TxnConfig, TxnCoordinator,
-    TxnListing, TxnMetadata, TxnState, Write,
+    Decision, EndAnswer, EndRequest, InitAnswer, InitRequest, MarkerJob, TopicPartition, TxnConfig,
+    TxnCoordinator, TxnListing, TxnMetadata, TxnState, Write,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -42,9 +42,12 @@ pub type Described = (String, Result<TxnMetadata, i16>);
 
 enum Command {
     Init(InitRequest, Reply<InitAnswer>),
-    Add(Producer, Vec<TopicPartition>, Reply<i16>),
+    /// The partitions, and the client's transaction version (2: a partition leader's
+    /// implicit add).
+    Add(Producer, Vec<TopicPartition>, i16, Reply<i16>),
     Verify(Producer, Vec<TopicPartition>, Reply<Vec<i16>>),
     End(Producer, bool, Reply<i16>),
+    EndV2(EndRequest, Reply<EndAnswer>),
     Describe(Vec<String>, Reply<Vec<Described>>),
     List(Vec<TxnState>, Vec<i64>, i64, Reply<Vec<TxnListing>>),
     MarkersDone(i32, MarkerJob),
@@ -75,8 +78,15 @@ impl TxnHandle {
             .unwrap_or(InitAnswer::Failed(COORDINATOR_NOT_AVAILABLE))
     }
 
-    pub async fn add_partitions(&self, who: Producer, partitions: Vec<TopicPartition>) -> i16 {
-        self.call(|r| Command::Add(who, partitions, r))
+    /// AddPartitionsToTxn for a client of `client_txn_version` (0: the client's own v0-v3;
+    /// 2: a partition leader's v4+ without `verify_only`).
+    pub async fn add_partitions(
+        &self,
+        who: Producer,
+        partitions: Vec<TopicPartition>,
+        client_txn_version: i16,
+    ) -> i16 {
+        self.call(|r| Command::Add(who, partitions, client_txn_version, r))
             .await
             .unwrap_or(COORDINATOR_NOT_AVAILABLE)
     }
@@ -96,6 +106,13 @@ impl TxnHandle {
         self.call(|r| Command::End(who, commit, r))
             .await
             .unwrap_or(COORDINATOR_NOT_AVAILABLE)
+    }
+
+    /// EndTxn v5 (transaction version 2: the epoch is bumped).
+    pub async fn end_txn_v2(&self, req: EndRequest) -> EndAnswer {
+        self.call(|r| Command::EndV2(req, r))
+            .await
+            .unwrap_or(EndAnswer::Failed(COORDINATOR_NOT_AVAILABLE))
     }
 
     pub async fn describe(&self, ids: Vec<String>) -> Vec<Described> {
@@ -293,8 +310,18 @@ impl TxnManager {
         }
     }
 
+    /// The partition's coordinator, told the cluster's current `transaction.version` (the
+    /// version of the aborts it starts itself).
     fn coordinator(&mut self, partition: i32) -> Option<&mut TxnCoordinator> {
-        self.led.get_mut(&partition).map(|l| &mut l.coordinator)
+        let level = self.transaction_version();
+        let led = self.led.get_mut(&partition)?;
+        led.coordinator.set_transaction_version(level);
+        Some(&mut led.coordinator)
+    }
+
+    /// The finalized `transaction.version` of the current image.
+    fn transaction_version(&self) -> i16 {
+        runnel_metadata::features::transaction_version(&self.image.borrow().features)
     }
 
     fn handle(&mut self, command: Command) {
@@ -306,21 +333,24 @@ impl TxnManager {
                     c.init_producer_id(now, &req)
                 });
             }
-            Command::Add(who, partitions, reply) => {
+            Command::Add(who, partitions, client_txn_version, reply) => {
                 self.decide(
                     &who.transactional_id.clone(),
                     reply,
                     |c| c,
                     |c| {
-                        c.add_partitions(
-                            now,
-                            &who.transactional_id,
+                        let id = (
+                            who.transactional_id.as_str(),
                             who.producer_id,
                             who.producer_epoch,
-                            &partitions,
-                        )
+                        );
+                        c.add_partitions_as(now, id, &partitions, client_txn_version)
                     },
                 );
+            }
+            Command::EndV2(req, reply) => {
+                let id = req.transactional_id.clone();
+                self.decide(&id, reply, EndAnswer::Failed, |c| c.end_txn_v2(now, &req));
             }
             Command::End(who, commit, reply) => {
                 self.decide(
@@ -524,7 +554,8 @@ impl TxnManager {
         let Some(p) = self.replicas.get(TXN_TOPIC, partition) else {
             return Err(NOT_COORDINATOR);
         };
-        let (key, value) = write.record();
+        let (key, value) =
+            write.record(runnel_txn::codec::value_version(self.transaction_version()));
         let batch = encode_batch(vec![OffsetsRecord { key, value }]).map_err(|e| {
             tracing::error!(partition, error = %e, "cannot encode transaction state");
             COORDINATOR_NOT_AVAILABLE

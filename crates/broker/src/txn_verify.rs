@@ -5,6 +5,11 @@
 //! batch passed) is not asked about again until a marker ends it: the producer state is
 //! Kafka's verification guard.
 //!
+//! KIP-890 part 2 (transaction version 2: Produce v12+, TxnOffsetCommit v5+, whose clients
+//! send no AddPartitionsToTxn / AddOffsetsToTxn) asks the coordinator to *add* the partition
+//! instead (`verify_only` false, Kafka's `TransactionSupportedOperation.addPartition`); a
+//! producer whose epoch the coordinator has moved past is refused either way.
+//!
 //! The coordinator of a transactional id is the leader of `__transaction_state` partition
 //! `partition_for_group(id, partitions)` (Java's `abs(hashCode) % partitions`, the group
 //! coordinator's rule).
@@ -35,9 +40,12 @@ const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
 /// `AddPartitionsToTxnManager`): errors an older client may not retry become the retriable
 /// NOT_ENOUGH_REPLICAS (no metadata refresh), PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH,
 /// TRANSACTION_ABORTABLE INVALID_TXN_STATE, the rest pass through (INVALID_TXN_STATE: the
-/// partition is not in an ongoing transaction).
-pub fn produce_error(verification: i16) -> i16 {
+/// partition is not in an ongoing transaction). After an implicit add (`added`, transaction
+/// version 2) CONCURRENT_TRANSACTIONS stays itself: the version 2 client retries it, and it is
+/// common while the previous transaction's markers are written.
+pub fn produce_error(verification: i16, added: bool) -> i16 {
     match verification {
+        CONCURRENT_TRANSACTIONS if added => CONCURRENT_TRANSACTIONS,
         CONCURRENT_TRANSACTIONS
         | NETWORK_EXCEPTION
         | COORDINATOR_LOAD_IN_PROGRESS
@@ -80,6 +88,8 @@ pub struct Verify {
     pub producer_epoch: i16,
     /// topic -> partitions.
     pub partitions: BTreeMap<String, Vec<i32>>,
+    /// Add the partitions (transaction version 2) rather than only verify them.
+    pub add: bool,
 }
 
 /// Asks the coordinator; the verification error code per (topic, partition) (NONE: ongoing).
@@ -110,7 +120,7 @@ pub async fn verify(image: &MetadataImage, v: &Verify) -> BTreeMap<(String, i32)
             )))
             .with_producer_id(ProducerId(v.producer_id))
             .with_producer_epoch(v.producer_epoch)
-            .with_verify_only(true)
+            .with_verify_only(!v.add)
             .with_topics(topics),
     ]);
     let answer: Result<AddPartitionsToTxnResponse, String> = crate::inter_broker::exchange(
@@ -151,18 +161,36 @@ mod tests {
 
     #[test]
     fn verification_errors_map_to_kafkas_produce_errors() {
-        assert_eq!(produce_error(code::NONE), code::NONE);
-        assert_eq!(
-            produce_error(code::INVALID_TXN_STATE),
-            code::INVALID_TXN_STATE
-        );
-        for retriable in [13, 14, 15, 16, 51] {
-            assert_eq!(produce_error(retriable), code::NOT_ENOUGH_REPLICAS);
+        for added in [false, true] {
+            assert_eq!(produce_error(code::NONE, added), code::NONE);
+            assert_eq!(
+                produce_error(code::INVALID_TXN_STATE, added),
+                code::INVALID_TXN_STATE
+            );
+            for retriable in [
+                NETWORK_EXCEPTION,
+                COORDINATOR_LOAD_IN_PROGRESS,
+                COORDINATOR_NOT_AVAILABLE,
+                NOT_COORDINATOR,
+            ] {
+                assert_eq!(produce_error(retriable, added), code::NOT_ENOUGH_REPLICAS);
+            }
+            assert_eq!(
+                produce_error(PRODUCER_FENCED, added),
+                code::INVALID_PRODUCER_EPOCH
+            );
+            assert_eq!(
+                produce_error(TRANSACTION_ABORTABLE, added),
+                code::INVALID_TXN_STATE
+            );
         }
-        assert_eq!(produce_error(PRODUCER_FENCED), code::INVALID_PRODUCER_EPOCH);
         assert_eq!(
-            produce_error(TRANSACTION_ABORTABLE),
-            code::INVALID_TXN_STATE
+            produce_error(CONCURRENT_TRANSACTIONS, false),
+            code::NOT_ENOUGH_REPLICAS
+        );
+        assert_eq!(
+            produce_error(CONCURRENT_TRANSACTIONS, true),
+            CONCURRENT_TRANSACTIONS
         );
     }
 

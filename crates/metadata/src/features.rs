@@ -5,12 +5,21 @@
 //! Runnel implements no Kafka metadata record format, so `metadata.version` names the Kafka
 //! release whose client-visible behaviour it follows (4.0-IV3, level 25). `group.version` 1 is
 //! the KIP-848 consumer protocol (ConsumerGroupHeartbeat); `kraft.version` 0 is a static voter
-//! set; `transaction.version` 0 means clients must not use KIP-890 part 2 (Produce v12 with an
-//! implicit AddPartitionsToTxn, EndTxn v5's epoch bump), which Runnel does not implement.
-//! Finalized levels are fixed: UpdateFeatures accepts only the level already finalized. A new
-//! cluster's levels can be chosen at format time (`runnel storage format --release-version /
-//! --feature`, [`bootstrap_levels`]); they are reported, but Runnel's behaviour does not depend
-//! on them (a cluster finalized at group.version 0 still serves ConsumerGroupHeartbeat).
+//! set. `transaction.version` (Kafka's `TransactionVersion`) is 0-2: 1 writes the flexible
+//! `__transaction_state` value (v1), 2 is KIP-890 part 2, which a Kafka 4 client reads from
+//! ApiVersions (`TransactionManager.isTransactionV2Enabled`) to stop sending
+//! AddPartitionsToTxn / AddOffsetsToTxn (Produce v12 and TxnOffsetCommit v5 add the partition
+//! implicitly) and to send EndTxn v5, whose epoch bump fences a zombie's late writes. A new
+//! cluster is finalized at 2 (Kafka 4.0's default for metadata.version 4.0-IV2 and later);
+//! what the coordinator does for a request follows the request's version, as Kafka's, and the
+//! level picks the log format and the version of the coordinator's own aborts.
+//! `transaction.version` is the one level UpdateFeatures changes (`runnel features upgrade /
+//! downgrade`, recorded by the controller: [`CHANGEABLE`]); the others are fixed, so only the
+//! level already finalized is accepted for them. A new cluster's levels can be chosen at
+//! format time (`runnel storage format --release-version / --feature`, [`bootstrap_levels`]);
+//! an existing cluster keeps the levels it recorded. group.version is reported, but Runnel's
+//! behaviour does not depend on it (a cluster finalized at 0 still serves
+//! ConsumerGroupHeartbeat).
 
 pub use crate::errors::codes::INVALID_UPDATE_VERSION;
 use std::collections::BTreeMap;
@@ -45,7 +54,7 @@ pub const SUPPORTED: &[SupportedFeature] = &[
     SupportedFeature {
         name: "transaction.version",
         min: 0,
-        max: 0,
+        max: 2,
     },
 ];
 
@@ -53,7 +62,11 @@ pub const SUPPORTED: &[SupportedFeature] = &[
 pub const DEFAULT_FINALIZED: &[(&str, i16)] = &[
     ("group.version", 1),
     ("metadata.version", DEFAULT_METADATA_VERSION),
+    ("transaction.version", 2),
 ];
+
+/// The features whose finalized level UpdateFeatures may change.
+pub const CHANGEABLE: &[&str] = &[TRANSACTION_VERSION];
 
 /// The features to advertise in an ApiVersions response of `api_version`: before v4 a feature
 /// whose minimum is 0 is left out (older clients cannot parse it, KAFKA-17492).
@@ -76,6 +89,18 @@ pub fn finalized(recorded: &BTreeMap<String, i16>) -> BTreeMap<String, i16> {
     out.retain(|_, l| *l != 0);
     out
 }
+
+/// The finalized `transaction.version` (0 when not finalized): 2 is KIP-890 part 2, which a
+/// Kafka 4 client uses when it reads it from ApiVersions.
+pub fn transaction_version(recorded: &BTreeMap<String, i16>) -> i16 {
+    finalized(recorded)
+        .get(TRANSACTION_VERSION)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The feature of KIP-890 part 2.
+pub const TRANSACTION_VERSION: &str = "transaction.version";
 
 /// Kafka's `MetadataVersion` names of the levels 1..=25 (3.0-IV1 .. 4.0-IV3); Runnel supports
 /// 7..=25 ([`SUPPORTED`]).
@@ -212,16 +237,21 @@ pub fn default_level(feature: &str, metadata_version: i16) -> i16 {
     match feature {
         // GV_1's bootstrap metadata.version is 4.0-IV0 (22).
         "group.version" if metadata_version >= 22 => 1,
+        // TV_1's and TV_2's is 4.0-IV2 (24).
+        "transaction.version" if metadata_version >= 24 => 2,
         _ => 0,
     }
 }
 
 /// The metadata.version a feature level needs (Kafka's `validateVersion`: every level above 0
-/// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0).
+/// needs 3.3-IV0 (4) to be recorded at all, and GV_1 needs 4.0-IV0). `TransactionVersion`
+/// declares no dependency, so feature-dependencies prints none for it (and every
+/// metadata.version Runnel supports is past 3.3-IV0).
 pub fn required_metadata_version(feature: &str, level: i16) -> Option<i16> {
     match (feature, level) {
         (_, l) if l < 1 => None,
         ("group.version", _) => Some(22),
+        ("transaction.version", _) => None,
         _ => Some(4),
     }
 }
@@ -244,14 +274,17 @@ pub fn check_supported_levels(levels: &BTreeMap<String, i16>) -> Result<(), Stri
 }
 
 /// Checks one UpdateFeatures entry against the finalized levels: the level already finalized
-/// (or 0 for one that is not) is accepted as a no-op; any other change is refused with
-/// INVALID_UPDATE_VERSION and Kafka's reason (unknown feature, out of range, or not changeable
-/// on Runnel).
+/// (or 0 for one that is not) is accepted as a no-op; a [`CHANGEABLE`] feature may move within
+/// its range (a downgrade only when `downgrade` says so, Kafka's `FeatureControlManager`:
+/// upgrade type SAFE_DOWNGRADE or UNSAFE_DOWNGRADE, v0's `allowDowngrade`); any other change is
+/// refused with INVALID_UPDATE_VERSION and Kafka's reason (unknown feature, out of range, or
+/// not changeable on Runnel). `Ok(true)`: the level changes.
 pub fn check_update(
     finalized: &BTreeMap<String, i16>,
     feature: &str,
     level: i16,
-) -> Result<(), ApiError> {
+    downgrade: bool,
+) -> Result<bool, ApiError> {
     let Some(supported) = SUPPORTED.iter().find(|f| f.name == feature) else {
         return Err(ApiError::new(
             INVALID_UPDATE_VERSION,
@@ -260,11 +293,19 @@ pub fn check_update(
     };
     let current = finalized.get(feature).copied().unwrap_or(0);
     if level == current {
-        return Ok(());
+        return Ok(false);
     }
     let in_range =
         level == 0 && supported.min == 0 || (supported.min..=supported.max).contains(&level);
-    let why = if !in_range {
+    let changeable = CHANGEABLE.contains(&feature);
+    if in_range && changeable && (level > current || downgrade) {
+        return Ok(true);
+    }
+    let why = if in_range && changeable {
+        format!(
+            "Invalid update version {level} for feature {feature}. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade."
+        )
+    } else if !in_range {
         format!(
             "Invalid update version {level} for feature {feature}. Broker supports versions {}-{}.",
             supported.min, supported.max
@@ -309,15 +350,35 @@ mod tests {
     #[test]
     fn updates_other_than_the_current_level_are_invalid() {
         let f = finalized(&BTreeMap::new());
-        assert_eq!(check_update(&f, "metadata.version", 25), Ok(()));
-        assert_eq!(check_update(&f, "transaction.version", 0), Ok(()));
-        let e = check_update(&f, "transaction.version", 2).unwrap_err();
+        assert_eq!(check_update(&f, "metadata.version", 25, false), Ok(false));
+        assert_eq!(check_update(&f, "transaction.version", 2, false), Ok(false));
+        let e = check_update(&f, "transaction.version", 3, false).unwrap_err();
         assert_eq!(e.code, INVALID_UPDATE_VERSION);
-        assert!(e.message.contains("supports versions 0-0"), "{e}");
-        let e = check_update(&f, "metadata.version", 20).unwrap_err();
+        assert!(e.message.contains("supports versions 0-2"), "{e}");
+        let e = check_update(&f, "metadata.version", 20, true).unwrap_err();
         assert!(e.message.contains("fixed at 25"), "{e}");
-        let e = check_update(&f, "no.such.feature", 1).unwrap_err();
+        let e = check_update(&f, "group.version", 0, true).unwrap_err();
+        assert!(e.message.contains("fixed at 1"), "{e}");
+        let e = check_update(&f, "no.such.feature", 1, false).unwrap_err();
         assert!(e.message.contains("does not support"), "{e}");
+    }
+
+    #[test]
+    fn transaction_version_moves_within_its_range_and_downgrades_only_when_asked() {
+        let mut recorded = BTreeMap::new();
+        assert_eq!(transaction_version(&recorded), 2);
+        let e = check_update(&finalized(&recorded), "transaction.version", 1, false).unwrap_err();
+        assert!(e.message.contains("Can't downgrade"), "{e}");
+        assert_eq!(
+            check_update(&finalized(&recorded), "transaction.version", 0, true),
+            Ok(true)
+        );
+        recorded.insert("transaction.version".to_string(), 0);
+        assert_eq!(transaction_version(&recorded), 0);
+        assert_eq!(
+            check_update(&finalized(&recorded), "transaction.version", 2, false),
+            Ok(true)
+        );
     }
 
     #[test]
@@ -343,10 +404,19 @@ mod tests {
         let all = levels(None, &[]).unwrap();
         assert_eq!(all.get("metadata.version"), Some(&25));
         assert_eq!(all.get("group.version"), Some(&1));
+        assert_eq!(all.get("transaction.version"), Some(&2));
         assert_eq!(all.len(), SUPPORTED.len());
         // A 3.x release defaults group.version to 0 (GV_1 needs 4.0-IV0).
         let old = levels(Some("3.8"), &[]).unwrap();
         assert_eq!((old["metadata.version"], old["group.version"]), (20, 0));
+        assert_eq!(old["transaction.version"], 0);
+        // TV_2 needs 4.0-IV2 only as its default: it may be set on an older release.
+        assert_eq!(
+            levels(Some("4.0-IV1"), &[]).unwrap()["transaction.version"],
+            0
+        );
+        let set = levels(Some("3.9"), &["transaction.version=2"]).unwrap();
+        assert_eq!(set["transaction.version"], 2);
         let set = levels(Some("4.0-IV1"), &["group.version=0"]).unwrap();
         assert_eq!((set["metadata.version"], set["group.version"]), (23, 0));
         assert_eq!(
@@ -360,7 +430,7 @@ mod tests {
             (None, vec!["metadata.version=99"], "No MetadataVersion with feature level 99"),
             (None, vec!["share.version=1"], "Unsupported feature: share.version. Supported features are: group.version, kraft.version, transaction.version"),
             (None, vec!["group.version=2"], "No feature:group.version with feature level 2"),
-            (None, vec!["transaction.version=2"], "No feature:transaction.version with feature level 2"),
+            (None, vec!["transaction.version=3"], "No feature:transaction.version with feature level 3"),
             (Some("3.9"), vec!["group.version=1"], "group.version could not be set to 1 because it depends on metadata.version level 22"),
             (None, vec!["group.version"], "Can't parse feature=level string group.version: equals sign not found."),
             (None, vec!["group.version=x"], "Can't parse feature=level string group.version=x: unable to parse x as a short."),

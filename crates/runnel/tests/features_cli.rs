@@ -37,7 +37,7 @@ fn feature_changes_print_as_kafka_features_sh() {
     let broker = TestBroker::start(dir.path(), &[]);
     let addr = broker.addr.as_str();
 
-    // The finalized level is accepted (a no-op on Runnel, whose levels are fixed).
+    // The finalized level is accepted (a no-op; group.version and metadata.version are fixed).
     let o = features(addr, &["upgrade", "--feature", "group.version=1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "group.version was upgraded to 1.\n");
@@ -48,7 +48,35 @@ fn feature_changes_print_as_kafka_features_sh() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        "group.version can be upgraded to 1.\nmetadata.version can be upgraded to 25.\n"
+        "group.version can be upgraded to 1.\nmetadata.version can be upgraded to 25.\n\
+         transaction.version can be upgraded to 2.\n"
+    );
+
+    // transaction.version is the one level that changes (KIP-890 part 2 off and on again):
+    // recorded by the controller, then reported.
+    let o = features(addr, &["downgrade", "--feature", "transaction.version=0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "transaction.version was downgraded to 0.\n");
+    let finalized = |level: &str| {
+        let o = features(addr, &["describe"]);
+        stdout(&o).lines().any(|l| {
+            l.starts_with(
+                "Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\t",
+            ) && l.contains(&format!("FinalizedVersionLevel: {level}\t"))
+        })
+    };
+    wait_until("transaction.version finalized at 0", || finalized("0"));
+    // An upgrade request may not lower it.
+    let o = features(addr, &["upgrade", "--feature", "transaction.version=2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "transaction.version was upgraded to 2.\n");
+    wait_until("transaction.version finalized at 2", || finalized("2"));
+    let o = features(addr, &["upgrade", "--feature", "transaction.version=3"]);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("Broker supports versions 0-2."),
+        "{}",
+        stdout(&o)
     );
 
     // A change is refused per feature: Kafka's lines, then the count, and a failed exit.

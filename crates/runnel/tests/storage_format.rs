@@ -415,8 +415,8 @@ fn formatted_feature_levels_are_the_finalized_ones() {
             "Unsupported feature: share.version. Supported features are: group.version, kraft.version, transaction.version",
         ),
         (
-            &["--feature", "transaction.version=2"],
-            "No feature:transaction.version with feature level 2",
+            &["--feature", "transaction.version=3"],
+            "No feature:transaction.version with feature level 3",
         ),
         (
             &["--release-version", "3.9", "--feature", "group.version=1"],
@@ -447,8 +447,8 @@ fn formatted_feature_levels_are_the_finalized_ones() {
         stdout(&o)
     );
     let mut broker = TestBroker::start(&dir, &[]);
-    // 3.9's group.version defaults to 0 (GV_1 needs 4.0-IV0): not finalized, as Kafka omits
-    // a feature at level 0.
+    // 3.9's group.version and transaction.version default to 0 (GV_1 needs 4.0-IV0, TV_2's
+    // default 4.0-IV2): not finalized, as Kafka omits a feature at level 0.
     let expected = vec![("metadata.version".to_string(), 21)];
     wait_until("metadata.version finalized at 3.9-IV0", || {
         finalized_levels(&broker.addr) == expected
@@ -462,21 +462,36 @@ fn formatted_feature_levels_are_the_finalized_ones() {
         lines.contains("Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\t"),
         "{lines}"
     );
+    assert!(
+        lines.contains("Feature: transaction.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 2\tFinalizedVersionLevel: 0\t"),
+        "{lines}"
+    );
     broker.restart();
     assert_eq!(finalized_levels(&broker.addr), expected);
 
-    // --feature alone: metadata.version stays the newest, the feature takes the given level.
+    // --feature alone: metadata.version stays the newest, the features take the given levels.
     let dir = tmp.path().join("e");
     let o = format(
         &dir,
         1,
         &random_uuid(),
-        &["--standalone", "--feature", "group.version=0"],
+        &[
+            "--standalone",
+            "--feature",
+            "group.version=0",
+            "--feature",
+            "transaction.version=1",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("with metadata.version 4.0-IV3."));
     let broker = TestBroker::start(&dir, &[]);
-    wait_until("group.version 0 finalized", || {
-        finalized_levels(&broker.addr) == vec![("metadata.version".to_string(), 25)]
-    });
+    let expected = vec![
+        ("metadata.version".to_string(), 25),
+        ("transaction.version".to_string(), 1),
+    ];
+    wait_until(
+        "group.version 0 and transaction.version 1 finalized",
+        || finalized_levels(&broker.addr) == expected,
+    );
 }

@@ -1,9 +1,12 @@
 //! `__transaction_state` records in Kafka's layout (`TransactionLog`; the schemas
 //! `TransactionLogKey` v0 and `TransactionLogValue` v0-v1): the key is an int16 version (0)
 //! and the transactional id; the value an int16 version and the metadata; a tombstone (null
-//! value) removes the id. Runnel writes value v0 (non-flexible, as Kafka for clients below
-//! transaction version 2) and reads v0 and v1 (flexible, with tagged previous/next producer
-//! ids). Decoding never trusts a length: every count is checked against the bytes left.
+//! value) removes the id. As Kafka, the value version follows the cluster's
+//! `transaction.version` ([`value_version`]): v0 (non-flexible) at level 0, v1 (flexible, with
+//! the tagged previous/next producer ids and the client's transaction version that KIP-890
+//! part 2 needs to finish an epoch-bumping transaction after a coordinator failover) from
+//! level 1. Both are read. Decoding never trusts a length: every count is checked against the
+//! bytes left.
 
 use std::collections::BTreeSet;
 
@@ -48,26 +51,92 @@ pub fn decode_key(bytes: &[u8]) -> Result<String> {
     Ok(id)
 }
 
-/// The value (v0) for `m`. Partitions are grouped by topic, in order.
-pub fn encode_value(m: &TxnMetadata) -> Bytes {
+/// The value version a cluster at `transaction_version` writes (Kafka's
+/// `TransactionVersion.transactionLogValueVersion`): the flexible v1 from level 1 on, v0 below.
+pub fn value_version(transaction_version: i16) -> i16 {
+    if transaction_version >= 1 {
+        1
+    } else {
+        0
+    }
+}
+
+/// The value for `m` in layout `version` (0, or 1 for any other number). Partitions are
+/// grouped by topic, in order. v1 carries the producer id rotation and the transaction version
+/// as tagged fields (only those that differ from their defaults, as Kafka's writer).
+pub fn encode_value(m: &TxnMetadata, version: i16) -> Bytes {
+    let flexible = version != 0;
     let mut buf = BytesMut::with_capacity(64);
-    buf.put_i16(0);
+    buf.put_i16(i16::from(flexible));
     buf.put_i64(m.producer_id);
     buf.put_i16(m.producer_epoch);
     buf.put_i32(m.timeout_ms);
     buf.put_i8(m.state.id());
     let topics = group_by_topic(&m.partitions);
-    buf.put_i32(len_i32(topics.len()));
+    put_len(&mut buf, flexible, topics.len());
     for (topic, ids) in topics {
-        put_string(&mut buf, topic);
-        buf.put_i32(len_i32(ids.len()));
+        if flexible {
+            put_len(&mut buf, true, topic.len());
+            buf.put_slice(topic.as_bytes());
+        } else {
+            put_string(&mut buf, topic);
+        }
+        put_len(&mut buf, flexible, ids.len());
         for id in ids {
             buf.put_i32(id);
+        }
+        if flexible {
+            buf.put_u8(0);
         }
     }
     buf.put_i64(m.last_update_ms);
     buf.put_i64(m.start_ms);
+    if flexible {
+        put_tags(&mut buf, m);
+    }
     buf.freeze()
+}
+
+/// v1's tagged fields: 0 PreviousProducerId, 1 NextProducerId (int64, default -1), 2
+/// ClientTransactionVersion (int16, default 0).
+fn put_tags(buf: &mut BytesMut, m: &TxnMetadata) {
+    let mut tags: Vec<(usize, Vec<u8>)> = Vec::new();
+    if m.previous_producer_id != NO_PRODUCER_ID {
+        tags.push((0, m.previous_producer_id.to_be_bytes().to_vec()));
+    }
+    if m.next_producer_id != NO_PRODUCER_ID {
+        tags.push((1, m.next_producer_id.to_be_bytes().to_vec()));
+    }
+    if m.client_txn_version != 0 {
+        tags.push((2, m.client_txn_version.to_be_bytes().to_vec()));
+    }
+    put_uvarint(buf, tags.len());
+    for (tag, data) in tags {
+        put_uvarint(buf, tag);
+        put_uvarint(buf, data.len());
+        buf.put_slice(&data);
+    }
+}
+
+/// An array length: int32 (v0) or compact (length + 1 as an unsigned varint, v1).
+fn put_len(buf: &mut BytesMut, compact: bool, n: usize) {
+    if compact {
+        put_uvarint(buf, n.saturating_add(1));
+    } else {
+        buf.put_i32(len_i32(n));
+    }
+}
+
+fn put_uvarint(buf: &mut BytesMut, mut v: usize) {
+    loop {
+        let low = u8::try_from(v & 0x7f).unwrap_or(0);
+        v >>= 7;
+        if v == 0 {
+            buf.put_u8(low);
+            return;
+        }
+        buf.put_u8(low | 0x80);
+    }
 }
 
 pub fn decode_value(transactional_id: &str, bytes: &[u8]) -> Result<TxnMetadata> {
@@ -103,10 +172,15 @@ pub fn decode_value(transactional_id: &str, bytes: &[u8]) -> Result<TxnMetadata>
     let last_update_ms = r.i64()?;
     let start_ms = r.i64()?;
     let mut previous_producer_id = NO_PRODUCER_ID;
+    let mut next_producer_id = NO_PRODUCER_ID;
+    let mut client_txn_version = 0;
     if flexible {
         r.skip_tagged_fields(|tag, data| {
-            if tag == 0 {
-                previous_producer_id = Reader(data).i64()?;
+            match tag {
+                0 => previous_producer_id = Reader(data).i64()?,
+                1 => next_producer_id = Reader(data).i64()?,
+                2 => client_txn_version = Reader(data).i16()?,
+                _ => {}
             }
             Ok(())
         })?;
@@ -123,6 +197,8 @@ pub fn decode_value(transactional_id: &str, bytes: &[u8]) -> Result<TxnMetadata>
         partitions,
         start_ms,
         last_update_ms,
+        next_producer_id,
+        client_txn_version,
     })
 }
 
@@ -278,14 +354,53 @@ mod tests {
         expected.extend(7i32.to_be_bytes());
         expected.extend(1_000i64.to_be_bytes());
         expected.extend(900i64.to_be_bytes());
-        assert_eq!(&encode_value(&sample())[..], &expected[..]);
+        assert_eq!(&encode_value(&sample(), 0)[..], &expected[..]);
     }
 
     #[test]
     fn round_trip() {
         let m = sample();
         assert_eq!(decode_key(&encode_key("my-txn")).unwrap(), "my-txn");
-        assert_eq!(decode_value("my-txn", &encode_value(&m)).unwrap(), m);
+        assert_eq!(decode_value("my-txn", &encode_value(&m, 0)).unwrap(), m);
+        let mut tv2 = m.clone();
+        tv2.previous_producer_id = 3999;
+        tv2.next_producer_id = 4001;
+        tv2.client_txn_version = 2;
+        assert_eq!(decode_value("my-txn", &encode_value(&tv2, 1)).unwrap(), tv2);
+        // v0 has no room for them: a level-0 cluster loses them, as Kafka's.
+        let back = decode_value("my-txn", &encode_value(&tv2, 0)).unwrap();
+        assert_eq!((back.next_producer_id, back.client_txn_version), (-1, 0));
+    }
+
+    #[test]
+    fn v1_is_written_as_kafkas_flexible_layout() {
+        let mut m = sample();
+        m.next_producer_id = 4001;
+        m.client_txn_version = 2;
+        let mut v = vec![0u8, 1];
+        v.extend(4000i64.to_be_bytes());
+        v.extend(3i16.to_be_bytes());
+        v.extend(60_000i32.to_be_bytes());
+        v.push(1);
+        v.push(3); // two topics
+        v.extend([2, b'a', 3]);
+        v.extend(0i32.to_be_bytes());
+        v.extend(1i32.to_be_bytes());
+        v.push(0);
+        v.extend([2, b'b', 2]);
+        v.extend(7i32.to_be_bytes());
+        v.push(0);
+        v.extend(1_000i64.to_be_bytes());
+        v.extend(900i64.to_be_bytes());
+        v.extend([2, 1, 8]);
+        v.extend(4001i64.to_be_bytes());
+        v.extend([2, 2]);
+        v.extend(2i16.to_be_bytes());
+        assert_eq!(&encode_value(&m, 1)[..], &v[..]);
+        assert_eq!(
+            (value_version(0), value_version(1), value_version(2)),
+            (0, 1, 1)
+        );
     }
 
     #[test]
@@ -324,7 +439,7 @@ mod tests {
             decode_key(&[0, 9, 0, 0]),
             Err(CodecError::UnknownVersion("key", 9))
         );
-        let good = encode_value(&sample());
+        let good = encode_value(&sample(), 0);
         for cut in 0..good.len() {
             assert!(decode_value("x", &good[..cut]).is_err(), "cut at {cut}");
         }

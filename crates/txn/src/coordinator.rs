@@ -13,9 +13,12 @@ use std::collections::BTreeMap;
 
 use crate::codec;
 use crate::errors::*;
-use crate::metadata::{TopicPartition, TxnMetadata, NO_PRODUCER_EPOCH};
+use crate::metadata::{TopicPartition, TxnMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_2};
 use crate::state::TxnState;
 use bytes::Bytes;
+
+mod end_v2;
+pub use end_v2::{EndAnswer, EndRequest};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnConfig {
@@ -42,11 +45,14 @@ pub struct Write {
 }
 
 impl Write {
-    /// The record's key and value bytes.
-    pub fn record(&self) -> (Bytes, Option<Bytes>) {
+    /// The record's key and value bytes, the value in layout `value_version`
+    /// ([`codec::value_version`] of the cluster's `transaction.version`).
+    pub fn record(&self, value_version: i16) -> (Bytes, Option<Bytes>) {
         (
             codec::encode_key(&self.transactional_id),
-            self.value.as_ref().map(codec::encode_value),
+            self.value
+                .as_ref()
+                .map(|m| codec::encode_value(m, value_version)),
         )
     }
 }
@@ -119,6 +125,9 @@ struct Entry {
 pub struct TxnCoordinator {
     config: TxnConfig,
     txns: BTreeMap<String, Entry>,
+    /// The cluster's finalized `transaction.version`: the version of the aborts the
+    /// coordinator starts itself (timeouts, fencing), as Kafka's `transactionVersionLevel`.
+    transaction_version: i16,
 }
 
 impl TxnCoordinator {
@@ -126,7 +135,14 @@ impl TxnCoordinator {
         TxnCoordinator {
             config,
             txns: BTreeMap::new(),
+            transaction_version: 0,
         }
+    }
+
+    /// The cluster's finalized `transaction.version` (the shell sets it from the metadata
+    /// image before each decision; it may change with UpdateFeatures).
+    pub fn set_transaction_version(&mut self, level: i16) {
+        self.transaction_version = level;
     }
 
     /// Replays a partition's records (key, value; `None` is a tombstone) in log order.
@@ -213,6 +229,7 @@ impl TxnCoordinator {
     /// InitProducerId with a transactional id (Kafka's `handleInitProducerId`).
     pub fn init_producer_id(&mut self, now_ms: i64, req: &InitRequest) -> Decision<InitAnswer> {
         use InitAnswer::*;
+        let tv = self.transaction_version;
         if req.transactional_id.is_empty() {
             return Decision::Answer(Failed(INVALID_REQUEST));
         }
@@ -258,7 +275,7 @@ impl TxnCoordinator {
             TxnState::Ongoing => {
                 // The old producer's transaction is aborted with a bumped epoch (fencing it);
                 // the new producer retries (CONCURRENT_TRANSACTIONS) until the abort is done.
-                let target = fence_and_abort(m, now_ms);
+                let target = fence_and_abort(m, now_ms, tv);
                 let write = pend(entry, target);
                 Decision::Write(write, Failed(CONCURRENT_TRANSACTIONS))
             }
@@ -287,6 +304,21 @@ impl TxnCoordinator {
         producer_epoch: i16,
         partitions: &[TopicPartition],
     ) -> Decision<i16> {
+        let who = (transactional_id, producer_id, producer_epoch);
+        self.add_partitions_as(now_ms, who, partitions, 0)
+    }
+
+    /// AddPartitionsToTxn on behalf of a client of `transaction.version`
+    /// `client_txn_version` (Kafka's `transactionVersionForAddPartitionsToTxn`: 2 for the v4+
+    /// requests of partition leaders, which add implicitly for Produce v12 and TxnOffsetCommit
+    /// v5; 0 for a client's own v0-v3). The version is recorded with the Ongoing state.
+    pub fn add_partitions_as(
+        &mut self,
+        now_ms: i64,
+        (transactional_id, producer_id, producer_epoch): (&str, i64, i16),
+        partitions: &[TopicPartition],
+        client_txn_version: i16,
+    ) -> Decision<i16> {
         let entry = match self.producer_entry(transactional_id, producer_id, producer_epoch) {
             Ok(entry) => entry,
             Err(code) => return Decision::Answer(code),
@@ -312,6 +344,7 @@ impl TxnCoordinator {
                 target.state = TxnState::Ongoing;
                 target.partitions.extend(partitions.iter().cloned());
                 target.last_update_ms = now_ms;
+                target.client_txn_version = client_txn_version;
                 Decision::Write(pend(entry, target), NONE)
             }
         }
@@ -354,8 +387,10 @@ impl TxnCoordinator {
             .collect()
     }
 
-    /// EndTxn (Kafka's `handleEndTransaction`). On success the Prepare* write is returned; once
-    /// it is replicated [`Self::complete_write`] hands out the marker job.
+    /// EndTxn v0-v4 (Kafka's `endTransactionWithTV1`: the epoch stays, whatever the cluster
+    /// finalized). On success the Prepare* write is returned; once it is replicated
+    /// [`Self::complete_write`] hands out the marker job. EndTxn v5 is
+    /// [`Self::end_txn_v2`].
     pub fn end_txn(
         &mut self,
         now_ms: i64,
@@ -378,6 +413,8 @@ impl TxnCoordinator {
                     TxnState::PrepareAbort
                 };
                 target.last_update_ms = now_ms;
+                target.next_producer_id = NO_PRODUCER_ID;
+                target.client_txn_version = 0;
                 return Decision::Write(pend(entry, target), NONE);
             }
             // A retry of an EndTxn that already finished.
@@ -451,6 +488,7 @@ impl TxnCoordinator {
     /// `transactional.id.expiration.ms` are removed (a tombstone).
     pub fn tick(&mut self, now_ms: i64) -> Vec<Write> {
         let expiration = self.config.id_expiration_ms;
+        let tv = self.transaction_version;
         let mut writes = Vec::new();
         for entry in self.txns.values_mut() {
             if entry.pending.is_some() || !entry.persisted {
@@ -461,7 +499,7 @@ impl TxnCoordinator {
                 let target = completion(m, now_ms);
                 writes.push(pend(entry, target));
             } else if m.has_timed_out(now_ms) {
-                let target = fence_and_abort(m, now_ms);
+                let target = fence_and_abort(m, now_ms, tv);
                 writes.push(pend(entry, target));
             } else if m.state.is_idle() && m.last_update_ms.saturating_add(expiration) <= now_ms {
                 let mut target = m.clone();
@@ -519,12 +557,23 @@ fn pend(entry: &mut Entry, target: TxnMetadata) -> Write {
 }
 
 /// Ongoing -> PrepareEpochFence (epoch + 1, unless exhausted) -> PrepareAbort: the state
-/// written when a transaction is aborted by the coordinator, not by its producer.
-fn fence_and_abort(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+/// written when a transaction is aborted by the coordinator, not by its producer. On a
+/// cluster finalized at transaction version 2 (`tv`, Kafka passes the server's level) the
+/// abort bumps the epoch once more, as every version 2 transaction end does (never past
+/// `i16::MAX`; no producer id is allocated for a fence, as Kafka's `!isEpochFence`).
+fn fence_and_abort(m: &TxnMetadata, now_ms: i64, tv: i16) -> TxnMetadata {
     let mut target = m.clone();
     if !TxnMetadata::is_epoch_exhausted(m.producer_epoch) {
         target.producer_epoch = m.producer_epoch + 1;
     }
+    target.last_producer_epoch = NO_PRODUCER_EPOCH;
+    target.client_txn_version = 0;
+    if tv >= TV_2 {
+        target.last_producer_epoch = target.producer_epoch;
+        target.producer_epoch = target.producer_epoch.saturating_add(1);
+        target.client_txn_version = TV_2;
+    }
+    target.next_producer_id = NO_PRODUCER_ID;
     target.state = TxnState::PrepareAbort;
     target.last_update_ms = now_ms;
     target
@@ -544,6 +593,8 @@ fn bump_epoch(
     target.start_ms = -1;
     target.timeout_ms = req.timeout_ms;
     target.last_update_ms = now_ms;
+    target.next_producer_id = NO_PRODUCER_ID;
+    target.client_txn_version = 0;
     if TxnMetadata::is_epoch_exhausted(m.producer_epoch) {
         let Some(pid) = req.fresh_producer_id.filter(|p| *p != m.producer_id) else {
             return Err(InitAnswer::NeedProducerId);
@@ -570,7 +621,10 @@ fn bump_epoch(
     Ok(target)
 }
 
-/// PrepareCommit -> CompleteCommit, PrepareAbort -> CompleteAbort, with no partitions.
+/// PrepareCommit -> CompleteCommit, PrepareAbort -> CompleteAbort, with no partitions
+/// (Kafka's `prepareComplete`). A version 2 transaction whose epoch bump exhausted the epochs
+/// moves to the producer id its EndTxn allocated, at epoch 0; the last epoch stays the one
+/// the client last held.
 fn completion(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     let mut target = m.clone();
     target.state = if m.state == TxnState::PrepareCommit {
@@ -578,6 +632,12 @@ fn completion(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     } else {
         TxnState::CompleteAbort
     };
+    if m.bumps_epoch() && m.next_producer_id != NO_PRODUCER_ID {
+        target.previous_producer_id = m.producer_id;
+        target.producer_id = m.next_producer_id;
+        target.producer_epoch = 0;
+    }
+    target.next_producer_id = NO_PRODUCER_ID;
     target.partitions.clear();
     target.last_update_ms = now_ms;
     target

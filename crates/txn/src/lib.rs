@@ -5,7 +5,8 @@
 //! * [`metadata`]: what the coordinator knows about one transactional id.
 //! * [`codec`]: the `__transaction_state` key/value records in Kafka's binary layout.
 //! * [`coordinator`]: the decisions (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
-//!   EndTxn, markers done, timeouts, expiry): state + request + now in, records to write and
+//!   EndTxn, EndTxn v5's epoch bump of transaction version 2, markers done, timeouts,
+//!   expiry): state + request + now in, records to write and
 //!   the answer out. The shell writes the records (acks=all) and reports back.
 
 pub mod codec;
@@ -15,7 +16,8 @@ pub mod metadata;
 pub mod state;
 
 pub use coordinator::{
-    Decision, InitAnswer, InitRequest, MarkerJob, TxnConfig, TxnCoordinator, TxnListing, Write,
+    Decision, EndAnswer, EndRequest, InitAnswer, InitRequest, MarkerJob, TxnConfig, TxnCoordinator,
+    TxnListing, Write,
 };
-pub use metadata::{TopicPartition, TxnMetadata};
+pub use metadata::{TopicPartition, TxnMetadata, TV_2};
 pub use state::TxnState;

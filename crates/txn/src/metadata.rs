@@ -40,7 +40,19 @@ pub struct TxnMetadata {
     /// When the open transaction started (-1: none).
     pub start_ms: i64,
     pub last_update_ms: i64,
+    /// The producer id a transaction version 2 EndTxn allocated because the epoch bump would
+    /// exhaust the epochs (Kafka's `nextProducerId`): the transaction's completion moves to
+    /// it at epoch 0. -1: none.
+    pub next_producer_id: i64,
+    /// The `transaction.version` of the transition that wrote this state (Kafka's
+    /// `clientTransactionVersion`): 2 when the transaction ends with an epoch bump (EndTxn v5,
+    /// or a coordinator abort on a cluster finalized at 2), 0 otherwise.
+    pub client_txn_version: i16,
 }
+
+/// Kafka's `TransactionVersion` level 2 (KIP-890 part 2): every transaction end bumps the
+/// producer epoch.
+pub const TV_2: i16 = 2;
 
 impl TxnMetadata {
     /// A transactional id seen for the first time: Empty, with no epoch yet.
@@ -56,6 +68,8 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             start_ms: -1,
             last_update_ms: now_ms,
+            next_producer_id: NO_PRODUCER_ID,
+            client_txn_version: 0,
         }
     }
 
@@ -63,6 +77,12 @@ impl TxnMetadata {
     /// coordinator keeps for fencing, so the producer id is rotated instead.
     pub fn is_epoch_exhausted(epoch: i16) -> bool {
         epoch >= i16::MAX - 1
+    }
+
+    /// Whether this state's transaction ends with an epoch bump (Kafka's
+    /// `clientTransactionVersion.supportsEpochBump`).
+    pub fn bumps_epoch(&self) -> bool {
+        self.client_txn_version >= TV_2
     }
 
     /// The open transaction has run longer than its timeout.

@@ -2,9 +2,11 @@
 //! the write, answer.
 
 use proptest::prelude::*;
+use runnel_txn::codec;
 use runnel_txn::errors::*;
 use runnel_txn::{
-    Decision, InitAnswer, InitRequest, TopicPartition, TxnConfig, TxnCoordinator, TxnState,
+    Decision, EndRequest, InitAnswer, InitRequest, TopicPartition, TxnConfig, TxnCoordinator,
+    TxnState,
 };
 
 const ID: &str = "tx";
@@ -382,7 +384,7 @@ fn a_new_coordinator_resumes_pending_markers_from_the_log() {
     let mut log = Vec::new();
     fn record<T>(log: &mut Vec<(bytes::Bytes, Option<bytes::Bytes>)>, d: &Decision<T>) {
         if let Decision::Write(w, _) = d {
-            log.push(w.record());
+            log.push(w.record(0));
         }
     }
     let d = c.init_producer_id(0, &init_req(-1, -1, Some(7)));
@@ -421,6 +423,9 @@ enum Op {
     Init(bool),
     Add(u8),
     End(bool),
+    /// Transaction version 2: a partition leader's implicit add, EndTxn v5.
+    AddV2(u8),
+    EndV2(bool),
     Markers,
     Tick(u32),
     Fail,
@@ -431,6 +436,8 @@ fn op() -> impl Strategy<Value = Op> {
         any::<bool>().prop_map(Op::Init),
         (0u8..4).prop_map(Op::Add),
         any::<bool>().prop_map(Op::End),
+        (0u8..4).prop_map(Op::AddV2),
+        any::<bool>().prop_map(Op::EndV2),
         Just(Op::Markers),
         (0u32..200_000).prop_map(Op::Tick),
         Just(Op::Fail),
@@ -440,12 +447,15 @@ fn op() -> impl Strategy<Value = Op> {
 proptest! {
     /// Any sequence of requests, ticks, marker completions and failed writes moves the state
     /// only along legal transitions, the epoch never goes back, and a replay of the written
-    /// records rebuilds the same state.
+    /// records rebuilds the same state, at any finalized `transaction.version` and with
+    /// version 1 and version 2 requests mixed.
     #[test]
     fn only_legal_transitions_and_replay_rebuilds_the_state(
         ops in proptest::collection::vec(op(), 1..60),
+        tv in 0i16..=2,
     ) {
         let mut c = TxnCoordinator::new(TxnConfig { id_expiration_ms: 500_000, ..TxnConfig::default() });
+        c.set_transaction_version(tv);
         let mut now = 0i64;
         let mut log: Vec<(bytes::Bytes, Option<bytes::Bytes>)> = Vec::new();
         let mut jobs = Vec::new();
@@ -468,6 +478,15 @@ proptest! {
                     let (pid, epoch) = c.get(ID).map_or((-1, -1), |m| (m.producer_id, m.producer_epoch));
                     match c.end_txn(now, ID, pid, epoch, commit) { Decision::Write(w, _) => Some(w), _ => None }
                 }
+                Op::AddV2(p) => {
+                    let (pid, epoch) = c.get(ID).map_or((-1, -1), |m| (m.producer_id, m.producer_epoch));
+                    match c.add_partitions_as(now, (ID, pid, epoch), &[tp("t", p.into())], 2) { Decision::Write(w, _) => Some(w), _ => None }
+                }
+                Op::EndV2(commit) => {
+                    let (pid, epoch) = c.get(ID).map_or((-1, -1), |m| (m.producer_id, m.producer_epoch));
+                    let req = EndRequest { transactional_id: ID.into(), producer_id: pid, producer_epoch: epoch, commit, fresh_producer_id: Some(9) };
+                    match c.end_txn_v2(now, &req) { Decision::Write(w, _) => Some(w), _ => None }
+                }
                 Op::Markers => jobs.pop().and_then(|job| c.markers_written(now, &job)),
                 Op::Tick(dt) => { now += i64::from(dt); c.tick(now).pop() }
                 Op::Fail => {
@@ -483,7 +502,7 @@ proptest! {
                         "{from:?} -> {target:?}");
                 }
                 // The shell replicates it (or the next Fail op drops it).
-                log.push(w.record());
+                log.push(w.record(codec::value_version(tv)));
                 pending = Some(w.transactional_id.clone());
                 if !matches!(op, Op::Fail) {
                     let id = pending.take().unwrap_or_default();

@@ -11,7 +11,9 @@ use runnel_metadata::controller::{
     ControlledShutdown, ControllerOp, CreateAcls, CreatePartitions, CreateTopics, DeleteAcls,
     DeleteTopics, ElectLeaders, Events, RegisterBroker, ShutdownComplete,
 };
-use runnel_metadata::controller::{AlterUserScramCredentials, BootstrapFeatures};
+use runnel_metadata::controller::{
+    AlterUserScramCredentials, BootstrapFeatures, UpdateFeatureLevels,
+};
 use runnel_metadata::quota::AlterClientQuotas;
 use runnel_metadata::{codes, ApiError};
 use serde::{Deserialize, Serialize};
@@ -65,6 +67,7 @@ pub async fn serve(
         AlterUserScramCredentials::NAME => run::<AlterUserScramCredentials>(handle, request).await,
         AlterClientQuotas::NAME => run::<AlterClientQuotas>(handle, request).await,
         BootstrapFeatures::NAME => run::<BootstrapFeatures>(handle, request).await,
+        UpdateFeatureLevels::NAME => run::<UpdateFeatureLevels>(handle, request).await,
         CreateAcls::NAME => run::<CreateAcls>(handle, request).await,
         DeleteAcls::NAME => run::<DeleteAcls>(handle, request).await,
         RegisterBroker::NAME => run::<RegisterBroker>(handle, request).await,

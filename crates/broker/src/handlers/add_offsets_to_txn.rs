@@ -34,7 +34,8 @@ pub async fn handle(
             producer_epoch: request.producer_epoch,
         };
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        broker.txns.add_partitions(who, vec![tp]).await
+        // Kafka always passes TV_0 for AddOffsetsToTxn (a version 2 client does not send it).
+        broker.txns.add_partitions(who, vec![tp], 0).await
     };
     AddOffsetsToTxnResponse::default().with_error_code(errors::for_version(code, version, 2))
 }

@@ -1,6 +1,8 @@
 //! AddPartitionsToTxn (API 24): v0-v3 from a transactional producer (one transaction, its
 //! partitions join it), v4+ from a partition leader (KIP-890 part 1: a batch of transactions,
-//! `verify_only` asks whether each is ongoing with those partitions). Translation only:
+//! `verify_only` asks whether each is ongoing with those partitions; without it, part 2's
+//! implicit add for a Produce v12 / TxnOffsetCommit v5 of a transaction version 2 client,
+//! Kafka's `transactionVersionForAddPartitionsToTxn`: v4+ is version 2). Translation only:
 //! decisions in `runnel-txn`, sequencing and persistence in `txn_manager`.
 
 use std::sync::Arc;
@@ -78,7 +80,11 @@ async fn one(
                 })
                 .collect()
         } else {
-            let code = broker.txns.add_partitions(who, partitions.clone()).await;
+            let client_txn_version = if version >= 4 { runnel_txn::TV_2 } else { 0 };
+            let code = broker
+                .txns
+                .add_partitions(who, partitions.clone(), client_txn_version)
+                .await;
             vec![errors::for_version(code, version, 2); partitions.len()]
         }
     };

@@ -7,7 +7,10 @@
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without one, as Kafka) and, unless its producer's
 //! transaction is already open on the partition, the coordinator's word that the transaction
 //! is ongoing with the partition ([`crate::txn_verify`]); all such partitions of a request
-//! are verified in one AddPartitionsToTxn before anything is appended.
+//! are verified in one AddPartitionsToTxn before anything is appended. From v12 (KIP-890 part
+//! 2, a transaction version 2 client that sends no AddPartitionsToTxn) that request adds the
+//! partitions to the transaction instead (Kafka's `TransactionSupportedOperation.addPartition`
+//! for Produce versions above 11).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -97,7 +100,8 @@ pub async fn append_all(
     let image = broker.image();
     let mut request = request;
     let unknown_ids = resolve_topic_ids(&image, &mut request, version);
-    let refused = verify_transactional(broker, &request).await;
+    let refused =
+        verify_transactional(broker, &request, version >= FIRST_ADD_PARTITION_VERSION).await;
     let mut names = Vec::with_capacity(request.topic_data.len());
     let mut slots: Vec<Vec<(i32, Slot)>> = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
@@ -274,11 +278,16 @@ fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
         .map(|h| (h.producer_id, h.producer_epoch))
 }
 
+/// The first Produce version whose transactional batches join the transaction implicitly.
+const FIRST_ADD_PARTITION_VERSION: i16 = 12;
+
 /// The partitions of `request` whose transactional batch may not be appended, with the
-/// produce error: no transactional id, or the coordinator did not confirm the transaction.
+/// produce error: no transactional id, or the coordinator did not confirm (`add`: did not
+/// add) the partition to the transaction.
 async fn verify_transactional(
     broker: &Arc<Broker>,
     request: &ProduceRequest,
+    add: bool,
 ) -> std::collections::BTreeMap<(String, i32), (i16, &'static str)> {
     let mut refused = std::collections::BTreeMap::new();
     let mut wanted: Option<crate::txn_verify::Verify> = None;
@@ -299,7 +308,7 @@ async fn verify_transactional(
             let open = broker
                 .replicas
                 .get(&name, data.index)
-                .is_some_and(|p| p.in_transaction(producer_id));
+                .is_some_and(|p| p.in_transaction_at(producer_id, producer_epoch));
             if open {
                 continue;
             }
@@ -308,6 +317,7 @@ async fn verify_transactional(
                 producer_id,
                 producer_epoch,
                 partitions: Default::default(),
+                add,
             });
             v.partitions
                 .entry(name.clone())
@@ -320,7 +330,10 @@ async fn verify_transactional(
         for (key, verification) in crate::txn_verify::verify(&image, &v).await {
             if verification != code::NONE {
                 let why = "the transaction coordinator did not confirm an ongoing transaction with this partition";
-                refused.insert(key, (crate::txn_verify::produce_error(verification), why));
+                refused.insert(
+                    key,
+                    (crate::txn_verify::produce_error(verification, add), why),
+                );
             }
         }
     }

@@ -5,7 +5,9 @@
 //! the group coordinator. Before writing, the transaction must be ongoing with the group's
 //! `__consumer_offsets` partition (KIP-890 part 1 verification, as for a transactional
 //! produce; skipped while the producer's transaction is already open on that partition).
-//! v5 is served like v4: the implicit add of transaction version 2 is not advertised.
+//! From v5 (KIP-890 part 2: a transaction version 2 client sends no AddOffsetsToTxn) the
+//! partition is added to the transaction instead, as Kafka's group coordinator does with
+//! `TransactionSupportedOperation.addPartition` for versions above 4.
 //! Translation only: validation and pending offsets in `runnel-group`
 //! (`GroupCoordinator::begin_txn_offset_commit`), writing in `group_manager`.
 
@@ -133,7 +135,15 @@ async fn commit(
     version: i16,
 ) -> BTreeMap<(String, i32), i16> {
     let group_id = request.group_id.0.to_string();
-    let answered = match verify(broker, request, &group_id).await.err() {
+    let answered = match verify(
+        broker,
+        request,
+        &group_id,
+        version >= FIRST_ADD_PARTITION_VERSION,
+    )
+    .await
+    .err()
+    {
         Some(code) => offsets
             .iter()
             .map(|o| (o.topic.clone(), o.partition, code))
@@ -166,14 +176,19 @@ fn for_version(error: i16, version: i16) -> i16 {
     }
 }
 
+/// The first TxnOffsetCommit version that adds the offsets partition implicitly.
+const FIRST_ADD_PARTITION_VERSION: i16 = 5;
+
 /// The transaction coordinator confirms that the producer's transaction is ongoing with the
-/// group's `__consumer_offsets` partition (unless it already is open there). Errors as Kafka's
-/// group coordinator answers them: the retriable ones COORDINATOR_NOT_AVAILABLE, a fenced
+/// group's `__consumer_offsets` partition (`add`: adds the partition to it), unless it already
+/// is open there. Errors as Kafka's group coordinator answers them: the retriable ones
+/// COORDINATOR_NOT_AVAILABLE (CONCURRENT_TRANSACTIONS itself after an add), a fenced
 /// producer INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE, INVALID_TXN_STATE otherwise.
 async fn verify(
     broker: &Arc<Broker>,
     request: &TxnOffsetCommitRequest,
     group_id: &str,
+    add: bool,
 ) -> Result<(), i16> {
     if group_id.is_empty() {
         return Err(INVALID_GROUP_ID);
@@ -190,7 +205,7 @@ async fn verify(
     let open = broker
         .replicas
         .get(OFFSETS_TOPIC, partition)
-        .is_some_and(|p| p.in_transaction(producer_id));
+        .is_some_and(|p| p.in_transaction_at(producer_id, request.producer_epoch));
     if open {
         return Ok(());
     }
@@ -199,6 +214,7 @@ async fn verify(
         producer_id,
         producer_epoch: request.producer_epoch,
         partitions: BTreeMap::from([(OFFSETS_TOPIC.to_string(), vec![partition])]),
+        add,
     };
     let answers = crate::txn_verify::verify(&image, &v).await;
     let verification = answers
@@ -208,7 +224,7 @@ async fn verify(
     if verification == code::NONE {
         return Ok(());
     }
-    let error = match crate::txn_verify::produce_error(verification) {
+    let error = match crate::txn_verify::produce_error(verification, add) {
         code::NOT_ENOUGH_REPLICAS => COORDINATOR_NOT_AVAILABLE,
         // Before the translation to INVALID_TXN_STATE that older produce clients need.
         _ if verification == TRANSACTION_ABORTABLE => TRANSACTION_ABORTABLE,

@@ -28,6 +28,7 @@ mod reassign;
 mod rebalance;
 mod scram;
 mod sessions;
+mod update_features;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -64,6 +65,7 @@ pub use scram::{
     ScramUpsertion,
 };
 pub use sessions::{BrokerHeartbeat, BrokerSessions, HeartbeatOutcome};
+pub use update_features::UpdateFeatureLevels;
 
 /// Most partitions one CreateTopics or CreatePartitions request may create in total (Kafka's
 /// `ReplicationControlManager.MAX_PARTITIONS_PER_BATCH`): more is POLICY_VIOLATION (44)

@@ -138,9 +138,13 @@ mod tests {
             vec![
                 "metadata.version=25 (4.0-IV3)",
                 "kraft.version=0",
-                "transaction.version=0",
+                "transaction.version=2",
                 "group.version=1"
             ]
+        );
+        assert_eq!(
+            version_mapping(Some("4.0-IV1")).unwrap()[2],
+            "transaction.version=0"
         );
         // The release version is echoed as given; 3.9 is 3.9-IV0.
         assert_eq!(
@@ -161,7 +165,8 @@ mod tests {
             feature_dependencies(&args(&[
                 "group.version=1",
                 "metadata.version=21",
-                "transaction.version=0"
+                "transaction.version=0",
+                "transaction.version=2"
             ]))
             .unwrap(),
             vec![
@@ -169,6 +174,7 @@ mod tests {
                 "    metadata.version=22 (4.0-IV0)",
                 "metadata.version=21 (3.9-IV0) has no dependencies.",
                 "transaction.version=0 has no dependencies.",
+                "transaction.version=2 has no dependencies.",
             ]
         );
         let err = |a: &str| feature_dependencies(&args(&[a])).unwrap_err().to_string();

@@ -55,4 +55,12 @@ impl Partition {
     pub fn in_transaction(&self, producer_id: i64) -> bool {
         self.producers.lock().in_transaction(producer_id)
     }
+
+    /// [`Self::in_transaction`] begun at `producer_epoch`: the produce path's verification
+    /// guard (`ProducerStateTable::in_transaction_at`).
+    pub fn in_transaction_at(&self, producer_id: i64, producer_epoch: i16) -> bool {
+        self.producers
+            .lock()
+            .in_transaction_at(producer_id, producer_epoch)
+    }
 }

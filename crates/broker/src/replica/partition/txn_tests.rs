@@ -58,6 +58,23 @@ fn solo(dir: &std::path::Path) -> Partition {
     leader(dir, role(0, &[1], &[1, 2, 3]))
 }
 
+/// Caught: with transaction version 2 the next transaction (epoch + 1) can be produced before
+/// the previous one's marker reached the partition; the guard took it for the open one, so
+/// the coordinator never added the partition and the old marker committed the new data.
+#[test]
+fn the_verification_guard_is_the_open_transaction_of_the_same_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = solo(dir.path());
+    p.append_as_leader(&txn_batch(5, 0, 2), 1, 1).unwrap();
+    assert!(p.in_transaction_at(5, 0));
+    assert!(!p.in_transaction_at(5, 1), "another epoch's transaction");
+    assert!(!p.in_transaction_at(6, 0), "another producer");
+    // The marker with the bumped epoch ends it and moves the producer to epoch 1.
+    p.write_marker(&marker(5, 1, true, 0), 1).unwrap();
+    assert!(!p.in_transaction_at(5, 1));
+    assert!(!p.in_transaction(5));
+}
+
 #[test]
 fn an_open_transaction_holds_the_lso_until_its_marker() {
     let dir = tempfile::tempdir().unwrap();
