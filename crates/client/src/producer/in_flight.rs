@@ -29,6 +29,7 @@
 //! or only batches on their way to its leader drains as before.
 
 use std::collections::BTreeMap;
+use std::ops::RangeBounds;
 
 /// One batch drained and not completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,8 +71,8 @@ impl InFlight {
             Candidate::Sequenced(seq) if self.is_unresolved(seq) => {
                 self.batches.keys().next().is_none_or(|&first| first == seq)
             }
-            Candidate::Sequenced(seq) => self.clear_before(seq, leader),
-            Candidate::New => self.clear_before(i32::MAX, leader),
+            Candidate::Sequenced(seq) => self.clear(..seq, leader),
+            Candidate::New => self.clear(.., leader),
         };
         self.held |= !allowed;
         allowed
@@ -81,9 +82,9 @@ impl InFlight {
         self.batches.get(&seq).is_some_and(|f| f.unresolved)
     }
 
-    /// No batch before `seq` is unresolved or waits for a broker other than the leader.
-    fn clear_before(&self, seq: i32, leader: impl FnOnce() -> Option<i32>) -> bool {
-        let mut before = self.batches.range(..seq).map(|(_, f)| f).peekable();
+    /// No batch of `range` is unresolved or waits for a broker other than the leader.
+    fn clear(&self, range: impl RangeBounds<i32>, leader: impl FnOnce() -> Option<i32>) -> bool {
+        let mut before = self.batches.range(range).map(|(_, f)| f).peekable();
         if before.peek().is_none() {
             return true;
         }
