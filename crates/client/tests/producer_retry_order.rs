@@ -163,6 +163,19 @@ async fn connection_with_slow_refresh(mut s: TcpStream, port: u16, shared: Arc<S
 /// 0's retry until it is acknowledged.
 #[tokio::test]
 async fn a_failure_is_handled_before_the_later_responses_free_their_slots() {
+    slow_refresh_broker_then_eight().await;
+}
+
+/// The same on worker threads. (There the tasks that handle the four successes may also run
+/// before the one that reads sequence 0's failure; the rule for that, a success handled
+/// first makes the earlier batches unresolved, is tested in `producer::in_flight`: this fake
+/// does not make that order happen reliably.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_is_handled_first_on_a_multi_thread_runtime_too() {
+    slow_refresh_broker_then_eight().await;
+}
+
+async fn slow_refresh_broker_then_eight() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let shared = Arc::new(Shared::default());
