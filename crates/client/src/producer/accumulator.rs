@@ -12,6 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use super::in_flight::{Candidate, InFlight};
 use crate::error::ClientError;
 use crate::records::BatchRecord;
 
@@ -67,6 +68,8 @@ struct PartitionQueue {
     open: Option<Batch>,
     ready: VecDeque<Batch>,
     next_sequence: i32,
+    /// Idempotence: the batches drained and not completed, and the drain rule on them.
+    in_flight: InFlight,
 }
 
 /// What an append did, so the caller knows whether to wake the sender.
@@ -153,43 +156,63 @@ impl Accumulator {
 
     /// Takes at most one sendable batch per partition: ready batches past their backoff, and
     /// open batches that lingered long enough (or all open ones when `force`). Also returns
-    /// the earliest instant at which something else becomes sendable.
+    /// the earliest instant at which something else becomes sendable. An idempotent
+    /// producer's partition drains only what its batches in flight allow
+    /// ([`InFlight::may_drain`]; `leader_of` names a partition's leader, the one the sender
+    /// will send to).
     pub fn drain(
         &mut self,
         now: Instant,
         linger: std::time::Duration,
         force: bool,
         idempotent: bool,
+        leader_of: impl Fn(&str, i32) -> Option<i32>,
     ) -> (Vec<Batch>, Option<Instant>) {
         let mut out = Vec::new();
         let mut next: Option<Instant> = None;
         let consider = |at: Instant, next: &mut Option<Instant>| {
             *next = Some(next.map_or(at, |n| n.min(at)));
         };
-        for queues in self.topics.values_mut() {
-            for queue in queues.iter_mut() {
-                if let Some(front) = queue.ready.front() {
-                    match front.retry_after {
-                        Some(at) if at > now => consider(at, &mut next),
-                        _ => {
-                            if let Some(mut b) = queue.ready.pop_front() {
-                                assign_sequence(&mut b, &mut queue.next_sequence, idempotent);
-                                out.push(b);
-                            }
+        for (topic, queues) in self.topics.iter_mut() {
+            for (index, queue) in queues.iter_mut().enumerate() {
+                let partition = i32::try_from(index).unwrap_or(i32::MAX);
+                // Looked up at most once, and only for an idempotent producer's batch.
+                let mut known: Option<Option<i32>> = None;
+                let mut leader = || *known.get_or_insert_with(|| leader_of(topic, partition));
+                let due = match (queue.ready.front(), &queue.open) {
+                    (Some(front), _) => match front.retry_after {
+                        Some(at) if at > now => Err(Some(at)),
+                        _ => Ok(front.base_sequence),
+                    },
+                    (None, Some(open)) if force || open.created + linger <= now => Ok(None),
+                    (None, Some(open)) => Err(Some(open.created + linger)),
+                    (None, None) => Err(None),
+                };
+                let sequence = match due {
+                    Ok(sequence) => sequence,
+                    Err(at) => {
+                        if let Some(at) = at {
+                            consider(at, &mut next);
                         }
+                        continue;
                     }
-                    continue;
+                };
+                if idempotent {
+                    let candidate = sequence.map_or(Candidate::New, Candidate::Sequenced);
+                    if !queue.in_flight.may_drain(candidate, &mut leader) {
+                        continue;
+                    }
                 }
-                if let Some(open) = &queue.open {
-                    let due = open.created + linger;
-                    if force || due <= now {
-                        if let Some(mut b) = queue.open.take() {
-                            assign_sequence(&mut b, &mut queue.next_sequence, idempotent);
-                            out.push(b);
-                        }
-                    } else {
-                        consider(due, &mut next);
+                let taken = match queue.ready.pop_front() {
+                    Some(b) => Some(b),
+                    None => queue.open.take(),
+                };
+                if let Some(mut b) = taken {
+                    assign_sequence(&mut b, &mut queue.next_sequence, idempotent);
+                    if let Some(seq) = b.base_sequence {
+                        queue.in_flight.drained(seq, leader());
                     }
+                    out.push(b);
                 }
             }
         }
@@ -217,24 +240,47 @@ impl Accumulator {
         ready.insert(at, batch);
     }
 
-    /// Whether a batch of the partition with a lower sequence than `seq` waits in its queue
-    /// (a retry). A batch drained before that retry was requeued must not overtake it: the
-    /// broker remembers a producer's last five batches only, so the retry of a batch already
-    /// in the log, arriving behind a later one, is no longer a duplicate but a gap
-    /// (OUT_OF_ORDER_SEQUENCE_NUMBER until retries run out; Kafka's sender drains a retry
-    /// before anything after it, `RecordAccumulator.shouldStopDrainBatchesForPartition`).
-    pub fn retry_waits_before(&self, topic: &str, partition: i32, seq: i32) -> bool {
-        let Ok(idx) = usize::try_from(partition) else {
-            return false;
-        };
-        self.topics
-            .get(topic)
-            .and_then(|queues| queues.get(idx))
-            .is_some_and(|q| {
-                q.ready
+    /// Whether a batch of the partition drained with sequence `seq`, and not written yet,
+    /// must go back behind an earlier one: a retry waits in the queue, or an earlier batch is
+    /// unresolved ([`InFlight::holds_back`]). Sent first, it could push the earlier one out of
+    /// the five batches the leader remembers (known case 8 of docs/faults.md).
+    pub fn must_wait_behind(&self, topic: &str, partition: i32, seq: i32) -> bool {
+        self.queue(topic, partition).is_some_and(|q| {
+            q.in_flight.holds_back(seq)
+                || q.ready
                     .iter()
                     .any(|b| b.base_sequence.is_some_and(|s| s < seq))
-            })
+        })
+    }
+
+    /// The failure of the batch of sequence `seq` has been read; it will be retried (or
+    /// fail). Recorded at once, before the sender waits for anything.
+    pub fn failed(&mut self, topic: &str, partition: i32, seq: i32) {
+        if let Some(q) = self.queue_mut(topic, partition) {
+            q.in_flight.failed(seq);
+        }
+    }
+
+    /// The batch of sequence `seq` is done: acknowledged (`acked`) or failed for good.
+    /// Returns whether the sender must be woken (the drain held the partition back).
+    pub fn completed(&mut self, topic: &str, partition: i32, seq: i32, acked: bool) -> bool {
+        self.queue_mut(topic, partition).is_some_and(|q| {
+            if acked {
+                q.in_flight.succeeded(seq)
+            } else {
+                q.in_flight.completed(seq)
+            }
+        })
+    }
+
+    fn queue(&self, topic: &str, partition: i32) -> Option<&PartitionQueue> {
+        let idx = usize::try_from(partition).ok()?;
+        self.topics.get(topic)?.get(idx)
+    }
+
+    fn queue_mut(&mut self, topic: &str, partition: i32) -> Option<&mut PartitionQueue> {
+        let idx = usize::try_from(partition).ok()?;
+        self.topics.get_mut(topic)?.get_mut(idx)
     }
 
     /// Whether any batch is waiting (open or ready).
@@ -259,6 +305,11 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Every partition's leader is broker 1.
+    fn leader(_: &str, _: i32) -> Option<i32> {
+        Some(1)
+    }
+
     fn rec() -> BatchRecord {
         BatchRecord {
             key: None,
@@ -277,11 +328,11 @@ mod tests {
         }
         // 3 full batches (30 bytes each) ready + 1 open with 1 record.
         assert_eq!(acc.outstanding, 4);
-        let (out, _) = acc.drain(now, Duration::from_secs(10), false, true);
+        let (out, _) = acc.drain(now, Duration::from_secs(10), false, true, leader);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].records.len(), 3);
         assert_eq!(out[0].base_sequence, Some(0));
-        let (out, _) = acc.drain(now, Duration::from_secs(10), false, true);
+        let (out, _) = acc.drain(now, Duration::from_secs(10), false, true, leader);
         assert_eq!(out[0].base_sequence, Some(3));
     }
 
@@ -295,7 +346,7 @@ mod tests {
         let b = acc.append("t", 2, rec(), 10, 1000, now);
         assert!(!b.wake);
         assert_eq!(b.index, 1);
-        let (out, next) = acc.drain(now, Duration::from_millis(50), false, false);
+        let (out, next) = acc.drain(now, Duration::from_millis(50), false, false, leader);
         assert!(out.is_empty());
         assert_eq!(next, Some(now + Duration::from_millis(50)));
         let (out, _) = acc.drain(
@@ -303,11 +354,12 @@ mod tests {
             Duration::from_millis(50),
             false,
             false,
+            leader,
         );
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].base_sequence, None);
         acc.append("u", 0, rec(), 10, 1000, now);
-        let (out, _) = acc.drain(now, Duration::from_secs(1), true, false);
+        let (out, _) = acc.drain(now, Duration::from_secs(1), true, false, leader);
         assert_eq!(out.len(), 1);
         assert!(!acc.has_waiting());
     }
@@ -319,22 +371,36 @@ mod tests {
         let mut sent = Vec::new();
         for _ in 0..3 {
             acc.append("t", 0, rec(), 10, 10, now);
-            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true);
+            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
             sent.push(out.remove(0));
         }
         // A full batch not sent yet.
         acc.append("t", 0, rec(), 10, 10, now);
         // The in-flight batches fail (responses come in order) and are requeued as they fail.
         for b in sent {
+            if let Some(seq) = b.base_sequence {
+                acc.failed("t", 0, seq);
+            }
             acc.requeue(b);
         }
+        // Each retry goes alone (in flight is 1 until the retries resolve): acknowledged
+        // before the next drains.
         let mut order = Vec::new();
         loop {
-            let (out, _) = acc.drain(now, Duration::ZERO, false, true);
+            let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
             let Some(b) = out.into_iter().next() else {
                 break;
             };
             order.push(b.base_sequence);
+            let (again, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+            assert!(
+                again.is_empty(),
+                "a second batch drained behind a retry in flight"
+            );
+            if let Some(seq) = b.base_sequence {
+                // The refused drains behind a retry want a wake; after the new batch, none.
+                assert_eq!(acc.completed("t", 0, seq, true), seq < 3);
+            }
         }
         assert_eq!(order, vec![Some(0), Some(1), Some(2), Some(3)]);
     }
@@ -346,19 +412,84 @@ mod tests {
         let mut sent = Vec::new();
         for _ in 0..2 {
             acc.append("t", 0, rec(), 10, 10, now);
-            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true);
+            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
             sent.push(out.remove(0));
         }
-        assert!(!acc.retry_waits_before("t", 0, 1));
+        assert!(!acc.must_wait_behind("t", 0, 1));
         let second = sent.remove(1);
         acc.requeue(sent.remove(0));
-        assert!(acc.retry_waits_before("t", 0, 1));
-        assert!(!acc.retry_waits_before("t", 0, 0));
-        assert!(!acc.retry_waits_before("t", 1, 1));
-        assert!(!acc.retry_waits_before("u", 0, 1));
+        assert!(acc.must_wait_behind("t", 0, 1));
+        assert!(!acc.must_wait_behind("t", 0, 0));
+        assert!(!acc.must_wait_behind("t", 1, 1));
+        assert!(!acc.must_wait_behind("u", 0, 1));
         acc.requeue(second);
-        let (out, _) = acc.drain(now, Duration::ZERO, false, true);
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
         assert_eq!(out[0].base_sequence, Some(0));
+    }
+
+    /// The window case 8 left: sequence 0's failure is read (and recorded) while the four
+    /// batches behind it succeed and sequence 5, drained, waits for a slot; neither 5 nor a
+    /// new batch may go before 0's retry has been acknowledged.
+    #[test]
+    fn a_read_failure_holds_the_partition_before_its_retry_is_queued() {
+        let mut acc = Accumulator::default();
+        let now = Instant::now();
+        let mut sent = Vec::new();
+        for _ in 0..6 {
+            acc.append("t", 0, rec(), 10, 10, now);
+            let (mut out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+            sent.push(out.remove(0));
+        }
+        acc.failed("t", 0, 0);
+        for seq in 1..5 {
+            acc.completed("t", 0, seq, true);
+        }
+        assert!(acc.must_wait_behind("t", 0, 5));
+        let fifth = sent.pop().expect("sequence 5");
+        acc.requeue(fifth);
+        acc.append("t", 0, rec(), 10, 10, now);
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+        assert!(
+            out.is_empty(),
+            "nothing drains while sequence 0 is unresolved"
+        );
+        acc.requeue(sent.remove(0));
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+        assert_eq!(
+            out.iter().map(|b| b.base_sequence).collect::<Vec<_>>(),
+            [Some(0)]
+        );
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+        assert!(out.is_empty(), "the retry goes alone");
+        assert!(acc.completed("t", 0, 0, true), "held: the sender is woken");
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+        assert_eq!(out[0].base_sequence, Some(5));
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, leader);
+        assert_eq!(out[0].base_sequence, Some(6));
+    }
+
+    /// A new batch waits while the partition's batches wait for a broker that is no longer
+    /// its leader; a non-idempotent producer drains as before.
+    #[test]
+    fn new_batches_wait_for_the_old_leaders_answers() {
+        let mut acc = Accumulator::default();
+        let now = Instant::now();
+        acc.append("t", 0, rec(), 10, 10, now);
+        let (out, _) = acc.drain(now, Duration::ZERO, false, true, |_, _| Some(1));
+        assert_eq!(out.len(), 1);
+        acc.append("t", 0, rec(), 10, 10, now);
+        let (held, _) = acc.drain(now, Duration::ZERO, false, true, |_, _| Some(2));
+        assert!(held.is_empty());
+        assert!(acc.completed("t", 0, 0, true));
+        let (moved, _) = acc.drain(now, Duration::ZERO, false, true, |_, _| Some(2));
+        assert_eq!(moved[0].base_sequence, Some(1));
+
+        let mut plain = Accumulator::default();
+        for to in [1, 2] {
+            plain.append("t", 0, rec(), 10, 10, now);
+            let (out, _) = plain.drain(now, Duration::ZERO, false, false, move |_, _| Some(to));
+            assert_eq!(out.len(), 1, "without idempotence nothing is held");
+        }
     }
 
     #[test]
@@ -366,11 +497,11 @@ mod tests {
         let mut acc = Accumulator::default();
         let now = Instant::now();
         acc.append("t", 0, rec(), 10, 10, now);
-        let (mut out, _) = acc.drain(now, Duration::ZERO, false, false);
+        let (mut out, _) = acc.drain(now, Duration::ZERO, false, false, leader);
         let mut b = out.remove(0);
         b.retry_after = Some(now + Duration::from_millis(100));
         acc.requeue(b);
-        let (out, next) = acc.drain(now, Duration::ZERO, false, false);
+        let (out, next) = acc.drain(now, Duration::ZERO, false, false, leader);
         assert!(out.is_empty());
         assert_eq!(next, Some(now + Duration::from_millis(100)));
     }

@@ -4,6 +4,7 @@
 
 mod accumulator;
 mod config;
+mod in_flight;
 mod sender;
 
 use std::future::{Future, IntoFuture};

@@ -17,6 +17,7 @@ use runnel_codes::{BROKER_NOT_AVAILABLE, UNSUPPORTED_COMPRESSION_TYPE};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::connection::{Connection, ResponseSlot};
+use crate::metadata::ClusterMetadata;
 
 use super::accumulator::{Batch, BatchOutcome};
 use super::{duplicate, Inner};
@@ -32,11 +33,14 @@ pub(crate) async fn run(inner: Arc<Inner>) {
         let force =
             inner.flushing.load(Ordering::SeqCst) > 0 || inner.closed.load(Ordering::SeqCst);
         let now = Instant::now();
+        // One metadata snapshot for the drain's leader rule and the grouping per leader.
+        let meta = inner.client.metadata();
         let (ready, next) = inner.lock_accumulator().drain(
             now,
             inner.config.linger,
             force,
             inner.identity.is_some(),
+            |topic, partition| meta.leader_for(topic, partition),
         );
         if ready.is_empty() {
             if inner.closed.load(Ordering::SeqCst) && inner.lock_accumulator().outstanding == 0 {
@@ -56,13 +60,12 @@ pub(crate) async fn run(inner: Arc<Inner>) {
             }
             continue;
         }
-        dispatch(&inner, ready).await;
+        dispatch(&inner, &meta, ready).await;
     }
 }
 
 /// Groups batches per leader and spawns one request per group (split by size).
-async fn dispatch(inner: &Arc<Inner>, ready: Vec<Batch>) {
-    let meta = inner.client.metadata();
+async fn dispatch(inner: &Arc<Inner>, meta: &ClusterMetadata, ready: Vec<Batch>) {
     let mut by_leader: BTreeMap<i32, Vec<Batch>> = BTreeMap::new();
     let mut leaderless = Vec::new();
     for batch in ready {
@@ -142,8 +145,10 @@ async fn spawn_request(inner: &Arc<Inner>, leader: i32, batches: Vec<Batch>) {
     });
 }
 
-/// Puts back the idempotent batches that a requeued retry of their partition must precede
-/// (`Accumulator::retry_waits_before`), without counting an attempt; returns the others.
+/// Puts back the idempotent batches that a retry of their partition must precede
+/// (`Accumulator::must_wait_behind`: requeued, or its failure read and not yet handled),
+/// without counting an attempt; returns the others. The drain takes them again once the
+/// retry is acknowledged.
 fn hold_behind_retries(inner: &Arc<Inner>, batches: Vec<Batch>) -> Vec<Batch> {
     if inner.identity.is_none() {
         return batches;
@@ -154,7 +159,7 @@ fn hold_behind_retries(inner: &Arc<Inner>, batches: Vec<Batch>) -> Vec<Batch> {
     for batch in batches {
         let behind = batch
             .base_sequence
-            .is_some_and(|seq| acc.retry_waits_before(&batch.topic, batch.partition, seq));
+            .is_some_and(|seq| acc.must_wait_behind(&batch.topic, batch.partition, seq));
         if behind {
             tracing::debug!(topic = %batch.topic, partition = batch.partition, "batch waits for an earlier retry");
             acc.requeue(batch);
@@ -369,6 +374,9 @@ async fn handle_response(inner: Arc<Inner>, written: Written, _permit: OwnedSema
             }
         }
     }
+    // Before any wait: from now on nothing later of these partitions goes out until the
+    // retries resolve (the successes behind them free their slots meanwhile).
+    mark_failed(&inner, &retry);
     if !refresh_topics.is_empty() {
         if let Err(e) = inner.client.refresh_metadata(Some(&refresh_topics)).await {
             tracing::debug!(error = %e, "metadata refresh after produce error failed");
@@ -376,6 +384,20 @@ async fn handle_response(inner: Arc<Inner>, written: Written, _permit: OwnedSema
     }
     for (batch, err) in retry {
         retry_or_fail(&inner, vec![batch], &err);
+    }
+}
+
+/// Records the failures read from a response in the accumulator (idempotence:
+/// `Accumulator::failed`), so the drain holds their partitions at once.
+fn mark_failed(inner: &Inner, failed: &[(Batch, ClientError)]) {
+    if inner.identity.is_none() || failed.is_empty() {
+        return;
+    }
+    let mut acc = inner.lock_accumulator();
+    for (batch, _) in failed {
+        if let Some(seq) = batch.base_sequence {
+            acc.failed(&batch.topic, batch.partition, seq);
+        }
     }
 }
 
@@ -455,6 +477,9 @@ fn retry_or_fail(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
                 inner.config.retry_backoff * 2u32.saturating_pow(batch.attempts.min(5) - 1);
             batch.retry_after = Some(Instant::now() + backoff.min(Duration::from_secs(1)));
             tracing::debug!(topic = %batch.topic, partition = batch.partition, attempt = batch.attempts, error = %err, "retrying batch");
+            if let Some(seq) = batch.base_sequence {
+                acc.failed(&batch.topic, batch.partition, seq);
+            }
             acc.requeue(batch);
         } else {
             failed.push((batch, None));
@@ -474,13 +499,22 @@ fn fail_all(inner: &Arc<Inner>, batches: Vec<Batch>, err: &ClientError) {
     }
 }
 
-/// Publishes the outcome to every record's future and releases the batch's buffer bytes.
+/// Publishes the outcome to every record's future and releases the batch's buffer bytes;
+/// wakes the sender when the drain held the batch's partition back behind it.
 fn complete(inner: &Inner, batch: Batch, outcome: BatchOutcome) {
+    let acked = outcome.is_ok();
     batch.result.send_replace(Some(outcome));
     inner.buffer.add_permits(batch.bytes);
     let mut acc = inner.lock_accumulator();
+    let held = batch
+        .base_sequence
+        .is_some_and(|seq| acc.completed(&batch.topic, batch.partition, seq, acked));
     acc.outstanding = acc.outstanding.saturating_sub(1);
     if acc.outstanding == 0 {
         inner.idle.notify_waiters();
+    }
+    drop(acc);
+    if held {
+        inner.wake.notify_one();
     }
 }

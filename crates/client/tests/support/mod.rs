@@ -5,6 +5,8 @@
 // Each test binary compiles this module and uses a part of it.
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::metadata_response::{
@@ -113,4 +115,37 @@ pub fn produce_answer(code: i16, offset: i64) -> kafka_protocol::messages::Produ
             .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
             .with_partition_responses(vec![p]),
     ])
+}
+
+/// Kafka's leader keeps this many batches per producer for duplicate detection.
+pub const REMEMBERED: usize = 5;
+
+/// The partition's log as the leader sees it: (base sequence, offset) of the recent batches.
+#[derive(Default)]
+pub struct Leader {
+    recent: VecDeque<(i32, i64)>,
+    next_sequence: i32,
+    next_offset: i64,
+}
+
+impl Leader {
+    /// Kafka's sequence check for a one-record batch: a remembered one is a duplicate
+    /// (answered as success at its offset), the next one is appended, anything else is a
+    /// gap (45).
+    pub fn append(&mut self, seq: i32) -> (i16, i64) {
+        if let Some((_, offset)) = self.recent.iter().find(|(s, _)| *s == seq) {
+            return (0, *offset);
+        }
+        if seq != self.next_sequence {
+            return (45, -1);
+        }
+        let offset = self.next_offset;
+        self.recent.push_back((seq, offset));
+        if self.recent.len() > REMEMBERED {
+            self.recent.pop_front();
+        }
+        self.next_sequence += 1;
+        self.next_offset += 1;
+        (0, offset)
+    }
 }
