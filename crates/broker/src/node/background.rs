@@ -35,7 +35,15 @@ pub(super) fn spawn_all(
         crate::producer_expiry::ProducerExpiry::from_config(&broker.config),
         shutdown.clone(),
     );
-    let log_dir_failure = crate::log_dir_failure::spawn_watch(replicas.clone(), shutdown.clone());
+    // The metadata log lives in the data directory; when that is one of the log dirs, its
+    // failure halts the broker as Kafka's does.
+    let metadata_dir = broker
+        .config
+        .log_dirs
+        .iter()
+        .position(|d| *d == broker.config.data_dir);
+    let log_dir_failure =
+        crate::log_dir_failure::spawn_watch(replicas.clone(), metadata_dir, shutdown.clone());
     spawn_housekeeping(
         replicas.clone(),
         settings.retention_every,

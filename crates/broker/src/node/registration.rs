@@ -1,6 +1,7 @@
 //! This broker's membership at the active controller: registration (retried while a previous
 //! process of this node still holds the id), the wait for the controller to unfence it, and the
-//! heartbeats that keep its session (re-registering when the controller forgot it).
+//! heartbeats that keep its session (re-registering when the controller forgot it) and name
+//! its failed log dirs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::controller::client::ControllerClient;
 use crate::errors::code::{
     BROKER_ID_NOT_REGISTERED, DUPLICATE_BROKER_REGISTRATION, STALE_BROKER_EPOCH,
 };
+use crate::replica::manager::ReplicaManager;
 use crate::BrokerError;
 
 /// Registers, starts the heartbeats and waits until the controller unfenced this broker; the
@@ -25,6 +27,7 @@ pub(super) async fn join_cluster(
     registration: RegisterBroker,
     session_timeout: Duration,
     image: &watch::Receiver<Arc<MetadataImage>>,
+    offline: OfflineDirReport,
 ) -> Result<JoinHandle<()>, BrokerError> {
     let broker_epoch = register_in_cluster(client, &registration, session_timeout).await?;
     let heartbeat_every =
@@ -35,6 +38,7 @@ pub(super) async fn join_cluster(
         broker_epoch,
         image.clone(),
         heartbeat_every,
+        offline,
     ));
     wait_until_unfenced(image.clone(), config.node_id, broker_epoch).await;
     Ok(heartbeats)
@@ -126,6 +130,14 @@ async fn wait_until_unfenced(
 /// of `broker.heartbeat.interval.ms` for it.
 const FENCED_HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
 
+/// What a heartbeat needs to name this broker's failed log dirs (KIP-858's
+/// `OfflineLogDirs`, `crate::log_dir_failure::offline_dirs`).
+pub(super) struct OfflineDirReport {
+    pub replicas: Arc<ReplicaManager>,
+    /// Each log dir's id, in `log.dirs` order.
+    pub dir_ids: Vec<uuid::Uuid>,
+}
+
 /// Keeps this broker's session alive at the active controller; re-registers if the controller
 /// no longer knows it (e.g. after it was fenced and unregistered, or a controller restart).
 async fn heartbeat_loop(
@@ -134,6 +146,7 @@ async fn heartbeat_loop(
     mut broker_epoch: i64,
     image: watch::Receiver<Arc<MetadataImage>>,
     every: Duration,
+    offline: OfflineDirReport,
 ) {
     // The first heartbeat goes out at once; the controller answers whether we are still fenced.
     let mut fenced = false;
@@ -153,6 +166,7 @@ async fn heartbeat_loop(
             broker_id: registration.broker_id,
             broker_epoch,
             metadata_offset: offset,
+            offline_dirs: crate::log_dir_failure::offline_dirs(&offline.replicas, &offline.dir_ids),
         };
         match client.run_within(heartbeat, every).await {
             Ok(still_fenced) => fenced = still_fenced,
