@@ -70,7 +70,10 @@ fn is_root() -> bool {
 }
 
 /// One partition as Metadata v9 shows it: (leader, isr sorted, offline replicas).
-fn partitions(addr: &str) -> Option<BTreeMap<i32, (i32, Vec<i32>, Vec<i32>)>> {
+type View = (i32, Vec<i32>, Vec<i32>);
+
+/// Every partition of the topic as broker `addr` sees it, by index.
+fn partitions(addr: &str) -> Option<BTreeMap<i32, View>> {
     let meta = metadata(addr)?;
     let t = meta
         .topics
