@@ -186,6 +186,7 @@ fn a_failed_log_dir_moves_only_its_own_leaderships_and_the_broker_keeps_serving(
         }
     }
     assert!(refused.is_some(), "a write to the full dir was refused");
+    let failed_at = std::time::Instant::now();
 
     wait_until(
         "dir b's partitions led elsewhere, node 1 out of their ISR",
@@ -197,6 +198,10 @@ fn a_failed_log_dir_moves_only_its_own_leaderships_and_the_broker_keeps_serving(
                 })
             })
         },
+    );
+    eprintln!(
+        "log_dir_offline: dir b's leaderships moved {} ms after the refused write",
+        failed_at.elapsed().as_millis()
     );
     assert!(
         metadata(&c.addr(0)).is_some(),
