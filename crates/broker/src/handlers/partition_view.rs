@@ -172,6 +172,44 @@ mod tests {
             .collect()
     }
 
+    /// KIP-858: broker 1's replica sits in a failed log dir: offline, also on v0's lists.
+    #[test]
+    fn a_replica_in_a_failed_log_dir_is_offline() {
+        let topic = uuid::Uuid::from_u128(7);
+        let mut image = image();
+        if let Some(b) = image.brokers.get_mut(&1) {
+            b.offline_dirs
+                .record(&[uuid::Uuid::from_u128(100)], &[(topic, 0)]);
+        }
+        let v = partition_view(
+            &image,
+            topic,
+            &partition(3),
+            ViewRules::metadata(12),
+            &|_| true,
+        );
+        assert_eq!(v.offline, vec![1, 2]);
+        let v0 = partition_view(
+            &image,
+            topic,
+            &partition(3),
+            ViewRules::metadata(0),
+            &|_| true,
+        );
+        assert_eq!(
+            (v0.replicas, v0.error),
+            (vec![3], code::REPLICA_NOT_AVAILABLE)
+        );
+        let other = partition_view(
+            &image,
+            uuid::Uuid::nil(),
+            &partition(3),
+            ViewRules::metadata(12),
+            &|_| true,
+        );
+        assert_eq!(other.offline, vec![2], "another topic's replica is online");
+    }
+
     #[test]
     fn a_fenced_leader_is_not_available() {
         let v = partition_view(
