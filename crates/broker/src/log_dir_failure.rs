@@ -58,6 +58,12 @@ pub fn must_halt(failed: &[bool], metadata_dir: Option<usize>) -> bool {
     all || metadata
 }
 
+/// The index in `log.dirs` of the dir holding the metadata log (the data directory), when it
+/// is one of them: its failure halts the broker as Kafka's does.
+pub fn metadata_dir(config: &crate::config::BrokerConfig) -> Option<usize> {
+    config.log_dirs.iter().position(|d| *d == config.data_dir)
+}
+
 /// Which log dirs failed, in `log.dirs` order.
 pub fn failed_dirs(replicas: &ReplicaManager) -> Vec<bool> {
     let logs = replicas.logs();
@@ -80,8 +86,17 @@ pub fn first_failed_log(replicas: &ReplicaManager) -> Option<LogDirFailure> {
 }
 
 /// The failed dirs as a heartbeat reports them: each dir's id (`dir_ids`, in `log.dirs`
-/// order) with the replicas (topic id, partition) it holds.
-pub fn offline_dirs(replicas: &ReplicaManager, dir_ids: &[Uuid]) -> Vec<OfflineDir> {
+/// order) with the replicas (topic id, partition) it holds. None when the broker must halt
+/// ([`must_halt`], `metadata_dir` as there): Kafka halts before it tells the controller, and
+/// the fencing that follows the halt moves every leadership anyway.
+pub fn offline_dirs(
+    replicas: &ReplicaManager,
+    dir_ids: &[Uuid],
+    metadata_dir: Option<usize>,
+) -> Vec<OfflineDir> {
+    if must_halt(&failed_dirs(replicas), metadata_dir) {
+        return Vec::new();
+    }
     let logs = replicas.logs();
     let mut offline = Vec::new();
     for (dir, id) in logs.dirs().iter().zip(dir_ids) {

@@ -35,13 +35,7 @@ pub(super) fn spawn_all(
         crate::producer_expiry::ProducerExpiry::from_config(&broker.config),
         shutdown.clone(),
     );
-    // The metadata log lives in the data directory; when that is one of the log dirs, its
-    // failure halts the broker as Kafka's does.
-    let metadata_dir = broker
-        .config
-        .log_dirs
-        .iter()
-        .position(|d| *d == broker.config.data_dir);
+    let metadata_dir = crate::log_dir_failure::metadata_dir(&broker.config);
     let log_dir_failure =
         crate::log_dir_failure::spawn_watch(replicas.clone(), metadata_dir, shutdown.clone());
     spawn_housekeeping(

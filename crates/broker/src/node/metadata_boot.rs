@@ -113,6 +113,7 @@ pub(super) async fn start_metadata(
                 OfflineDirReport {
                     replicas: boot.replicas.clone(),
                     dir_ids,
+                    metadata_dir: crate::log_dir_failure::metadata_dir(config),
                 },
             )
             .await?,

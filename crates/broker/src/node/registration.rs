@@ -144,8 +144,7 @@ async fn pause_unless_a_dir_fails(offline: &OfflineDirReport, pause: Duration, r
             return;
         }
         tokio::time::sleep(DIR_CHECK_EVERY.min(until - now)).await;
-        let failed = crate::log_dir_failure::failed_dirs(&offline.replicas);
-        if failed.iter().filter(|f| **f).count() > reported {
+        if offline.current().len() > reported {
             return;
         }
     }
@@ -157,6 +156,15 @@ pub(super) struct OfflineDirReport {
     pub replicas: Arc<ReplicaManager>,
     /// Each log dir's id, in `log.dirs` order.
     pub dir_ids: Vec<uuid::Uuid>,
+    /// Index of the dir holding the metadata log, when it is one of `log.dirs`.
+    pub metadata_dir: Option<usize>,
+}
+
+impl OfflineDirReport {
+    /// The failed dirs to name now (none while the broker is about to halt).
+    fn current(&self) -> Vec<runnel_metadata::controller::OfflineDir> {
+        crate::log_dir_failure::offline_dirs(&self.replicas, &self.dir_ids, self.metadata_dir)
+    }
 }
 
 /// Keeps this broker's session alive at the active controller; re-registers if the controller
@@ -189,7 +197,7 @@ async fn heartbeat_loop(
             broker_id: registration.broker_id,
             broker_epoch,
             metadata_offset: offset,
-            offline_dirs: crate::log_dir_failure::offline_dirs(&offline.replicas, &offline.dir_ids),
+            offline_dirs: offline.current(),
         };
         reported = heartbeat.offline_dirs.len();
         match client.run_within(heartbeat, every).await {
