@@ -144,9 +144,10 @@ pub async fn run(args: BrokerArgs) -> Result<(), BrokerError> {
     tokio::select! {
         () = node::wait_for_shutdown_signal() => {}
         failure = node.log_dir_failed() => {
-            // Kafka halts a broker whose last log directory failed: no flush, no clean-shutdown
-            // marker (the next start recovers), no controlled shutdown through a broken disk.
-            tracing::error!(%failure, "stopping the broker: its only log directory failed");
+            // Kafka halts a broker whose last log directory (or the metadata log's) failed:
+            // no flush, no clean-shutdown marker (the next start recovers), no controlled
+            // shutdown through a broken disk. One failed dir among several does not stop it.
+            tracing::error!(%failure, "stopping the broker: all its log directories, or the one holding the metadata log, failed");
             return Err(BrokerError::LogDirFailed(failure.to_string()));
         }
     }

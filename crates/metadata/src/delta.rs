@@ -189,6 +189,15 @@ impl Touched {
             | R::UnregisterBroker { broker_id, .. } => {
                 self.brokers.insert(*broker_id);
             }
+            // The replicas of a failed dir change state with the broker's registration.
+            R::BrokerDirsOffline {
+                broker_id,
+                replicas,
+                ..
+            } => {
+                self.brokers.insert(*broker_id);
+                self.partitions.extend(replicas.iter().copied());
+            }
             R::Topic { topic_id, .. } => {
                 self.topics.insert(*topic_id);
             }

@@ -30,6 +30,9 @@ pub struct BrokerRegistration {
     /// Every advertised listener; empty for a registration recorded before brokers
     /// registered them (then `host` / `port` answer every listener).
     pub endpoints: Vec<BrokerEndpoint>,
+    /// This registration's failed log dirs and the replicas in them (KIP-858,
+    /// `crate::offline_dirs`); empty for a new registration.
+    pub offline_dirs: crate::offline_dirs::OfflineDirs,
 }
 
 impl BrokerRegistration {
@@ -322,6 +325,7 @@ impl MetadataImage {
                         fenced: *fenced,
                         in_controlled_shutdown: false,
                         endpoints: endpoints.clone(),
+                        offline_dirs: Default::default(),
                     },
                 );
             }
@@ -338,6 +342,15 @@ impl MetadataImage {
                 if let Some(s) = in_controlled_shutdown {
                     broker.in_controlled_shutdown = *s;
                 }
+            }
+            MetadataRecord::BrokerDirsOffline {
+                broker_id,
+                broker_epoch,
+                dirs,
+                replicas,
+            } => {
+                let broker = self.broker_with_epoch(offset, *broker_id, *broker_epoch)?;
+                broker.offline_dirs.record(dirs, replicas);
             }
             MetadataRecord::UnregisterBroker {
                 broker_id,
@@ -443,7 +456,11 @@ impl MetadataImage {
                     partition: *partition_id,
                     reason,
                 })?;
+                let assigned = replicas.as_ref().map(|_| changed.replicas.clone());
                 topic.partitions.insert(*partition_id, changed);
+                if let Some(assigned) = assigned {
+                    self.prune_offline_replicas(*topic_id, *partition_id, &assigned);
+                }
             }
             MetadataRecord::Config {
                 resource,
@@ -484,6 +501,9 @@ impl MetadataImage {
                 };
                 self.topics.remove(&name);
                 self.configs.remove(&ConfigResource::Topic(name));
+                for b in self.brokers.values_mut() {
+                    b.offline_dirs.forget_topic(*topic_id);
+                }
             }
             MetadataRecord::ProducerIds {
                 next_producer_id, ..

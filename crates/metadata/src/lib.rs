@@ -22,6 +22,7 @@ pub mod errors;
 pub mod features;
 pub mod group_config;
 pub mod image;
+pub mod offline_dirs;
 pub mod placement;
 pub mod quota;
 pub mod reassignment;

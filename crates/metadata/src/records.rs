@@ -83,6 +83,18 @@ pub enum MetadataRecord {
     },
     /// A broker was decommissioned.
     UnregisterBroker { broker_id: i32, broker_epoch: i64 },
+    /// Log dirs of a broker's current registration went offline (KIP-858: what Kafka writes
+    /// as a `BrokerRegistrationChangeRecord` v2 whose `LogDirs` leave them out). `replicas`
+    /// are the partitions (topic id, index) the broker reported in them: Kafka reads them
+    /// from the `Directories` its brokers assign through AssignReplicasToDirs; Runnel records
+    /// only the assignments that matter, those of failed dirs. A later registration of the
+    /// broker (a restart) clears both.
+    BrokerDirsOffline {
+        broker_id: i32,
+        broker_epoch: i64,
+        dirs: Vec<Uuid>,
+        replicas: Vec<(Uuid, i32)>,
+    },
     /// A topic was created (its partitions follow as `Partition` records).
     Topic { name: String, topic_id: Uuid },
     /// A partition was created. `leader` is -1 when there is no leader yet.
@@ -169,6 +181,7 @@ impl MetadataRecord {
             MetadataRecord::FeatureLevel { .. } => 12,
             MetadataRecord::ProducerIds { .. } => 15,
             MetadataRecord::BrokerRegistrationChange { .. } => 17,
+            MetadataRecord::BrokerDirsOffline { .. } => 17,
             MetadataRecord::NoOp => 20,
             MetadataRecord::UserScramCredential { .. } => 11,
             MetadataRecord::RemoveUserScramCredential { .. } => 22,
@@ -191,6 +204,7 @@ impl MetadataRecord {
             MetadataRecord::FeatureLevel { .. } => "FeatureLevelRecord",
             MetadataRecord::ProducerIds { .. } => "ProducerIdsRecord",
             MetadataRecord::BrokerRegistrationChange { .. } => "BrokerRegistrationChangeRecord",
+            MetadataRecord::BrokerDirsOffline { .. } => "BrokerRegistrationChangeRecord",
             MetadataRecord::NoOp => "NoOpRecord",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredentialRecord",
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredentialRecord",

@@ -17,7 +17,7 @@ pub struct SnapshotPayload {
 }
 
 /// Records that rebuild `image` when applied to an empty image, in a valid order: features,
-/// brokers, then each topic followed by its partitions, then configs (topic configs need their
+/// brokers (with their failed log dirs), then each topic followed by its partitions, then configs (topic configs need their
 /// topic), then the ACLs, then the producer-id block.
 pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
     let mut out = Vec::new();
@@ -44,6 +44,17 @@ pub fn image_to_records(image: &MetadataImage) -> Vec<MetadataRecord> {
                 broker_epoch: b.epoch,
                 fenced: None,
                 in_controlled_shutdown: Some(true),
+            });
+        }
+        // KIP-858: the registration's failed log dirs and their replicas (applying it does
+        // not need the topics yet).
+        let offline = &b.offline_dirs;
+        if !offline.dirs.is_empty() || !offline.replicas.is_empty() {
+            out.push(MetadataRecord::BrokerDirsOffline {
+                broker_id: b.id,
+                broker_epoch: b.epoch,
+                dirs: offline.dirs.iter().copied().collect(),
+                replicas: offline.replicas.iter().copied().collect(),
             });
         }
     }
@@ -140,7 +151,7 @@ mod tests {
         for (kind, arg) in ops {
             let arg = *arg as i32 % 4;
             let topic_id = Uuid::from_u128(arg as u128 + 1);
-            let record = match kind % 9 {
+            let record = match kind % 10 {
                 0 => MetadataRecord::RegisterBroker {
                     broker_id: arg,
                     incarnation_id: Uuid::from_u128(99),
@@ -209,6 +220,15 @@ mod tests {
                 },
                 7 => MetadataRecord::RemoveAccessControlEntry {
                     id: Uuid::from_u128(arg as u128 + 100),
+                },
+                8 => match image.brokers.get(&arg) {
+                    Some(b) => MetadataRecord::BrokerDirsOffline {
+                        broker_id: arg,
+                        broker_epoch: b.epoch,
+                        dirs: vec![Uuid::from_u128(arg as u128 + 200)],
+                        replicas: vec![(topic_id, 0)],
+                    },
+                    None => continue,
                 },
                 _ => MetadataRecord::FeatureLevel {
                     name: "metadata.version".into(),

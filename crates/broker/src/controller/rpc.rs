@@ -180,6 +180,7 @@ mod tests {
                 broker_id: 1,
                 broker_epoch: -5,
                 metadata_offset: 0,
+                offline_dirs: Vec::new(),
             }
             .validate(),
             "negative broker epoch",

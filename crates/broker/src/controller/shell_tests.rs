@@ -240,6 +240,7 @@ fn heartbeat(broker_id: i32) -> BrokerHeartbeat {
         broker_id,
         broker_epoch: epoch_of(broker_id),
         metadata_offset: 0,
+        offline_dirs: Vec::new(),
     }
 }
 

@@ -122,7 +122,7 @@ fn describe_topic(
             break;
         }
         let ids = |v: &[i32]| v.iter().copied().map(BrokerId).collect::<Vec<_>>();
-        let view = partition_view(image, p, rules, on_listener);
+        let view = partition_view(image, topic.id, p, rules, on_listener);
         partitions.push(
             DescribeTopicPartitionsResponsePartition::default()
                 .with_partition_index(p.partition)

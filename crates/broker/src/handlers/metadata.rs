@@ -235,7 +235,7 @@ fn describe_topic(
         .partitions
         .values()
         .map(|p| {
-            let view = partition_view(image, p, rules, on_listener);
+            let view = partition_view(image, topic.id, p, rules, on_listener);
             MetadataResponsePartition::default()
                 .with_error_code(view.error)
                 .with_partition_index(p.partition)

@@ -63,7 +63,8 @@ pub fn topic_name(s: &str) -> TopicName {
 }
 
 /// The partition if this broker leads it, else the Kafka error for the client: not hosted
-/// here but known -> NOT_LEADER_OR_FOLLOWER (refresh metadata), unknown -> UNKNOWN_TOPIC_OR_PARTITION.
+/// here but known -> NOT_LEADER_OR_FOLLOWER (refresh metadata), unknown -> UNKNOWN_TOPIC_OR_PARTITION,
+/// in a failed log dir -> KAFKA_STORAGE_ERROR.
 pub fn led_partition(
     broker: &crate::context::Broker,
     topic: &str,
@@ -71,6 +72,9 @@ pub fn led_partition(
 ) -> Result<std::sync::Arc<crate::replica::partition::Partition>, i16> {
     use crate::errors::code;
     match broker.replicas.get(topic, index) {
+        // A replica in a failed log dir is offline, led or not (Kafka's
+        // `getPartitionOrException` answers an offline partition so first).
+        Some(p) if p.lock_log().is_offline() => Err(code::KAFKA_STORAGE_ERROR),
         Some(p) if p.role().leader == broker.node_id => Ok(p),
         Some(_) => Err(code::NOT_LEADER_OR_FOLLOWER),
         None if broker.image().partition(topic, index).is_some() => {

@@ -24,7 +24,8 @@ pub struct PartitionView {
     pub leader: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
-    /// Replicas unregistered, fenced, or without an endpoint on the listener.
+    /// Replicas unregistered, fenced, without an endpoint on the listener, or in a failed
+    /// log dir.
     pub offline: Vec<i32>,
 }
 
@@ -48,8 +49,11 @@ impl ViewRules {
 }
 
 /// `on_listener(b)`: whether broker `b` has an endpoint on the client's listener.
+/// A replica in a failed log dir of its broker is offline too (KIP-858, Kafka's
+/// `isReplicaInOfflineDir`).
 pub fn partition_view(
     image: &MetadataImage,
+    topic_id: uuid::Uuid,
     p: &PartitionImage,
     rules: ViewRules,
     on_listener: &dyn Fn(&BrokerRegistration) -> bool,
@@ -59,6 +63,7 @@ pub fn partition_view(
             .brokers
             .get(id)
             .is_some_and(|b| !b.fenced && on_listener(b))
+            && !image.replica_in_offline_dir(topic_id, p.partition, *id)
     };
     let filter = |ids: &[i32]| -> Vec<i32> {
         if rules.filter_unavailable_replicas {
@@ -115,6 +120,7 @@ mod tests {
             rack: None,
             fenced,
             in_controlled_shutdown: false,
+            offline_dirs: Default::default(),
             endpoints: listeners
                 .iter()
                 .map(|name| BrokerEndpoint {
@@ -166,9 +172,53 @@ mod tests {
             .collect()
     }
 
+    /// KIP-858: broker 1's replica sits in a failed log dir: offline, also on v0's lists.
+    #[test]
+    fn a_replica_in_a_failed_log_dir_is_offline() {
+        let topic = uuid::Uuid::from_u128(7);
+        let mut image = image();
+        if let Some(b) = image.brokers.get_mut(&1) {
+            b.offline_dirs
+                .record(&[uuid::Uuid::from_u128(100)], &[(topic, 0)]);
+        }
+        let v = partition_view(
+            &image,
+            topic,
+            &partition(3),
+            ViewRules::metadata(12),
+            &|_| true,
+        );
+        assert_eq!(v.offline, vec![1, 2]);
+        let v0 = partition_view(
+            &image,
+            topic,
+            &partition(3),
+            ViewRules::metadata(0),
+            &|_| true,
+        );
+        assert_eq!(
+            (v0.replicas, v0.error),
+            (vec![3], code::REPLICA_NOT_AVAILABLE)
+        );
+        let other = partition_view(
+            &image,
+            uuid::Uuid::nil(),
+            &partition(3),
+            ViewRules::metadata(12),
+            &|_| true,
+        );
+        assert_eq!(other.offline, vec![2], "another topic's replica is online");
+    }
+
     #[test]
     fn a_fenced_leader_is_not_available() {
-        let v = partition_view(&image(), &partition(2), ViewRules::metadata(12), &plaintext);
+        let v = partition_view(
+            &image(),
+            uuid::Uuid::nil(),
+            &partition(2),
+            ViewRules::metadata(12),
+            &plaintext,
+        );
         assert_eq!((v.leader, v.error), (-1, code::LEADER_NOT_AVAILABLE));
         // v1+ lists replicas and ISR as recorded; the fenced and off-listener ones are offline.
         assert_eq!(v.replicas, vec![1, 2, 3]);
@@ -181,6 +231,7 @@ mod tests {
         for leader in [4, -1] {
             let v = partition_view(
                 &image(),
+                uuid::Uuid::nil(),
                 &partition(leader),
                 ViewRules::metadata(12),
                 &plaintext,
@@ -191,19 +242,43 @@ mod tests {
 
     #[test]
     fn a_leader_without_the_listener_is_listener_not_found_from_v6() {
-        let v = partition_view(&image(), &partition(3), ViewRules::metadata(6), &plaintext);
+        let v = partition_view(
+            &image(),
+            uuid::Uuid::nil(),
+            &partition(3),
+            ViewRules::metadata(6),
+            &plaintext,
+        );
         assert_eq!((v.leader, v.error), (-1, code::LISTENER_NOT_FOUND));
-        let v = partition_view(&image(), &partition(3), ViewRules::metadata(5), &plaintext);
+        let v = partition_view(
+            &image(),
+            uuid::Uuid::nil(),
+            &partition(3),
+            ViewRules::metadata(5),
+            &plaintext,
+        );
         assert_eq!((v.leader, v.error), (-1, code::LEADER_NOT_AVAILABLE));
     }
 
     #[test]
     fn v0_leaves_unavailable_replicas_out_and_says_so() {
-        let v = partition_view(&image(), &partition(1), ViewRules::metadata(0), &plaintext);
+        let v = partition_view(
+            &image(),
+            uuid::Uuid::nil(),
+            &partition(1),
+            ViewRules::metadata(0),
+            &plaintext,
+        );
         assert_eq!((v.leader, v.error), (1, code::REPLICA_NOT_AVAILABLE));
         assert_eq!(v.replicas, vec![1]);
         assert_eq!(v.isr, vec![1]);
-        let v = partition_view(&image(), &partition(1), ViewRules::metadata(1), &plaintext);
+        let v = partition_view(
+            &image(),
+            uuid::Uuid::nil(),
+            &partition(1),
+            ViewRules::metadata(1),
+            &plaintext,
+        );
         assert_eq!((v.leader, v.error), (1, code::NONE));
     }
 
@@ -214,7 +289,13 @@ mod tests {
         for leader in -1..=4 {
             for version in [0, 1, 5, 6, 12, 13] {
                 let rules = ViewRules::metadata(version);
-                let v = partition_view(&image, &partition(leader), rules, &plaintext);
+                let v = partition_view(
+                    &image,
+                    uuid::Uuid::nil(),
+                    &partition(leader),
+                    rules,
+                    &plaintext,
+                );
                 assert!(
                     v.leader == -1 || listed.contains(&v.leader),
                     "leader {leader} v{version}: named {} not in {listed:?}",

@@ -35,7 +35,9 @@ pub(super) fn spawn_all(
         crate::producer_expiry::ProducerExpiry::from_config(&broker.config),
         shutdown.clone(),
     );
-    let log_dir_failure = crate::log_dir_failure::spawn_watch(replicas.clone(), shutdown.clone());
+    let metadata_dir = crate::log_dir_failure::metadata_dir(&broker.config);
+    let log_dir_failure =
+        crate::log_dir_failure::spawn_watch(replicas.clone(), metadata_dir, shutdown.clone());
     spawn_housekeeping(
         replicas.clone(),
         settings.retention_every,

@@ -45,17 +45,28 @@ pub(super) fn cluster_id(
 /// the cluster and node ids, written where missing, directory ids distinct. The data
 /// directory's own file is `cluster_id`'s; it gets a directory id there too. A node whose one
 /// log dir is its data directory has nothing more to check (as before JBOD).
+///
+/// Returns each log dir's id (KIP-858), in `log.dirs` order, as the heartbeat reports a
+/// failed one: its `directory.id`, or for a dir without one (a single data directory) an id
+/// derived from its path.
 pub(super) fn log_dir_properties(
     data_dir: &Path,
     log_dirs: &[std::path::PathBuf],
     cluster_id: &str,
     node_id: i32,
-) -> Result<(), BrokerError> {
+) -> Result<Vec<uuid::Uuid>, BrokerError> {
     use crate::meta_properties as mp;
-    if log_dirs.iter().all(|d| d == data_dir) {
-        return Ok(());
-    }
     let startup = |e: mp::MetaPropertiesError| BrokerError::Startup(e.to_string());
+    if log_dirs.iter().all(|d| d == data_dir) {
+        let stored = mp::read(data_dir)
+            .ok()
+            .flatten()
+            .and_then(|p| p.directory_id);
+        return Ok(log_dirs
+            .iter()
+            .map(|d| directory_uuid(d, stored.as_deref()))
+            .collect());
+    }
     let mut dirs: Vec<&Path> = vec![data_dir];
     dirs.extend(
         log_dirs
@@ -78,7 +89,63 @@ pub(super) fn log_dir_properties(
         }
         ids.push((dir, write.or(stored).and_then(|p| p.directory_id)));
     }
-    mp::check_distinct_directory_ids(ids.iter().map(|(d, id)| (*d, id.as_deref()))).map_err(startup)
+    mp::check_distinct_directory_ids(ids.iter().map(|(d, id)| (*d, id.as_deref())))
+        .map_err(startup)?;
+    Ok(log_dirs
+        .iter()
+        .map(|d| {
+            let stored = ids.iter().find(|(p, _)| *p == d.as_path());
+            directory_uuid(d, stored.and_then(|(_, id)| id.as_deref()))
+        })
+        .collect())
+}
+
+/// A dir's KIP-858 id: its `directory.id` decoded, else one derived from its path (CRC-32C of
+/// four salted copies), never one of Kafka's reserved ids (all below 100).
+fn directory_uuid(dir: &Path, stored: Option<&str>) -> uuid::Uuid {
+    if let Some(id) = stored.and_then(base64_url_decode) {
+        return id;
+    }
+    let text = dir.display().to_string();
+    let mut bytes = [0u8; 16];
+    for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+        let crc = crc32c::crc32c(format!("runnel-log-dir-{i}:{text}").as_bytes());
+        chunk.copy_from_slice(&crc.to_be_bytes());
+    }
+    bytes[0] |= 0x80;
+    uuid::Uuid::from_bytes(bytes)
+}
+
+/// The 16 bytes of a 22-character unpadded base64url id; `None` if it is not one.
+fn base64_url_decode(text: &str) -> Option<uuid::Uuid> {
+    if text.len() != 22 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut bits: u32 = 0;
+    let mut held = 0;
+    let mut out = Vec::with_capacity(16);
+    for c in text.bytes() {
+        bits = (bits << 6) | value(c)?;
+        held += 6;
+        if held >= 8 {
+            held -= 8;
+            out.push((bits >> held) as u8);
+            bits &= (1 << held) - 1;
+        }
+    }
+    let bytes: [u8; 16] = out.try_into().ok()?;
+    let id = uuid::Uuid::from_bytes(bytes);
+    (id.as_u128() >= 100).then_some(id)
 }
 
 /// A stable 16-byte id from the voter set (CRC-32C of four salted copies), base64url like Kafka's.
@@ -121,5 +188,18 @@ mod tests {
         assert_eq!(base64_url(&[0u8; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
         assert_eq!(base64_url(&[0xff; 3]), "____");
         assert_eq!(base64_url(b"M"), "TQ");
+    }
+
+    #[test]
+    fn a_directory_id_decodes_back_and_a_dir_without_one_gets_a_stable_id() {
+        let id = uuid::Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
+        assert_eq!(base64_url_decode(&base64_url(id.as_bytes())), Some(id));
+        assert_eq!(base64_url_decode("not an id"), None);
+        let reserved = base64_url(uuid::Uuid::from_u128(1).as_bytes());
+        assert_eq!(base64_url_decode(&reserved), None, "Kafka's UNASSIGNED");
+        let a = directory_uuid(Path::new("/d/a"), None);
+        assert_eq!(a, directory_uuid(Path::new("/d/a"), Some("garbage")));
+        assert_ne!(a, directory_uuid(Path::new("/d/b"), None));
+        assert!(a.as_u128() >= 100);
     }
 }

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::cluster_id::cluster_id;
 use super::follow::{learn_leader_committed, spawn_follower};
-use super::registration::join_cluster;
+use super::registration::{join_cluster, OfflineDirReport};
 use super::settings::NodeSettings;
 use crate::config::{BrokerConfig, ClusterConfig};
 use crate::controller::client::ControllerClient;
@@ -73,7 +73,7 @@ pub(super) async fn start_metadata(
     let cluster = quorum_membership(config);
     let voters_for_id = config.cluster.as_ref().map(|c| &c.voters);
     let cluster_id = cluster_id(&config.data_dir, config.node_id, voters_for_id)?;
-    super::cluster_id::log_dir_properties(
+    let dir_ids = super::cluster_id::log_dir_properties(
         &config.data_dir,
         &config.log_dirs,
         &cluster_id,
@@ -110,6 +110,11 @@ pub(super) async fn start_metadata(
                 registration,
                 boot.session_timeout,
                 &image_rx,
+                OfflineDirReport {
+                    replicas: boot.replicas.clone(),
+                    dir_ids,
+                    metadata_dir: crate::log_dir_failure::metadata_dir(config),
+                },
             )
             .await?,
         )

@@ -1,6 +1,7 @@
 //! This broker's membership at the active controller: registration (retried while a previous
 //! process of this node still holds the id), the wait for the controller to unfence it, and the
-//! heartbeats that keep its session (re-registering when the controller forgot it).
+//! heartbeats that keep its session (re-registering when the controller forgot it) and name
+//! its failed log dirs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use crate::controller::client::ControllerClient;
 use crate::errors::code::{
     BROKER_ID_NOT_REGISTERED, DUPLICATE_BROKER_REGISTRATION, STALE_BROKER_EPOCH,
 };
+use crate::replica::manager::ReplicaManager;
 use crate::BrokerError;
 
 /// Registers, starts the heartbeats and waits until the controller unfenced this broker; the
@@ -25,6 +27,7 @@ pub(super) async fn join_cluster(
     registration: RegisterBroker,
     session_timeout: Duration,
     image: &watch::Receiver<Arc<MetadataImage>>,
+    offline: OfflineDirReport,
 ) -> Result<JoinHandle<()>, BrokerError> {
     let broker_epoch = register_in_cluster(client, &registration, session_timeout).await?;
     let heartbeat_every =
@@ -35,6 +38,7 @@ pub(super) async fn join_cluster(
         broker_epoch,
         image.clone(),
         heartbeat_every,
+        offline,
     ));
     wait_until_unfenced(image.clone(), config.node_id, broker_epoch).await;
     Ok(heartbeats)
@@ -126,6 +130,43 @@ async fn wait_until_unfenced(
 /// of `broker.heartbeat.interval.ms` for it.
 const FENCED_HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
 
+/// How often a heartbeat's pause looks for a newly failed log dir.
+const DIR_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// Sleeps `pause`, or less once more log dirs failed than the last heartbeat named: Kafka's
+/// broker sends a heartbeat at once when a dir fails (`propagateDirectoryFailure`), so its
+/// leaderships move within a round trip rather than a heartbeat interval.
+async fn pause_unless_a_dir_fails(offline: &OfflineDirReport, pause: Duration, reported: usize) {
+    let until = tokio::time::Instant::now() + pause;
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return;
+        }
+        tokio::time::sleep(DIR_CHECK_EVERY.min(until - now)).await;
+        if offline.current().len() > reported {
+            return;
+        }
+    }
+}
+
+/// What a heartbeat needs to name this broker's failed log dirs (KIP-858's
+/// `OfflineLogDirs`, `crate::log_dir_failure::offline_dirs`).
+pub(super) struct OfflineDirReport {
+    pub replicas: Arc<ReplicaManager>,
+    /// Each log dir's id, in `log.dirs` order.
+    pub dir_ids: Vec<uuid::Uuid>,
+    /// Index of the dir holding the metadata log, when it is one of `log.dirs`.
+    pub metadata_dir: Option<usize>,
+}
+
+impl OfflineDirReport {
+    /// The failed dirs to name now (none while the broker is about to halt).
+    fn current(&self) -> Vec<runnel_metadata::controller::OfflineDir> {
+        crate::log_dir_failure::offline_dirs(&self.replicas, &self.dir_ids, self.metadata_dir)
+    }
+}
+
 /// Keeps this broker's session alive at the active controller; re-registers if the controller
 /// no longer knows it (e.g. after it was fenced and unregistered, or a controller restart).
 async fn heartbeat_loop(
@@ -134,10 +175,13 @@ async fn heartbeat_loop(
     mut broker_epoch: i64,
     image: watch::Receiver<Arc<MetadataImage>>,
     every: Duration,
+    offline: OfflineDirReport,
 ) {
     // The first heartbeat goes out at once; the controller answers whether we are still fenced.
     let mut fenced = false;
     let mut first = true;
+    // Failed dirs named in the last heartbeat: one more fails -> the next heartbeat goes now.
+    let mut reported = 0;
     loop {
         if !first {
             let pause = if fenced {
@@ -145,7 +189,7 @@ async fn heartbeat_loop(
             } else {
                 every
             };
-            tokio::time::sleep(pause).await;
+            pause_unless_a_dir_fails(&offline, pause, reported).await;
         }
         first = false;
         let offset = image.borrow().offset;
@@ -153,7 +197,9 @@ async fn heartbeat_loop(
             broker_id: registration.broker_id,
             broker_epoch,
             metadata_offset: offset,
+            offline_dirs: offline.current(),
         };
+        reported = heartbeat.offline_dirs.len();
         match client.run_within(heartbeat, every).await {
             Ok(still_fenced) => fenced = still_fenced,
             // 102: the controller no longer knows us. 77 (STALE_BROKER_EPOCH): it holds a later

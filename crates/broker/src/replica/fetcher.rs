@@ -65,7 +65,11 @@ pub fn spawn(
             let mut by_leader: HashMap<i32, Vec<(String, i32)>> = HashMap::new();
             for p in replicas.all() {
                 let role = p.role();
-                if role.leader >= 0 && role.leader != node_id && role.replicas.contains(&node_id) {
+                // A replica in a failed log dir stops fetching (Kafka's
+                // `handleLogDirFailure` removes its fetcher).
+                let follows =
+                    role.leader >= 0 && role.leader != node_id && role.replicas.contains(&node_id);
+                if follows && !p.lock_log().is_offline() {
                     by_leader
                         .entry(role.leader)
                         .or_default()

@@ -54,7 +54,14 @@ pub(crate) fn disposition(assigned: bool, hosted_caught_up: bool, caught_up: boo
 type Hosted = HashMap<String, BTreeMap<i32, Arc<Partition>>>;
 
 /// This broker's role for partition `p` of `image`, with its topic's effective config.
-fn role_of(image: &MetadataImage, p: &PartitionImage, config: &Arc<EffectiveTopicConfig>) -> Role {
+/// A replica in a failed log dir of its broker is not live (KIP-858): the leader never
+/// proposes it for the ISR.
+fn role_of(
+    image: &MetadataImage,
+    topic_id: uuid::Uuid,
+    p: &PartitionImage,
+    config: &Arc<EffectiveTopicConfig>,
+) -> Role {
     Role {
         leader: p.leader,
         leader_epoch: p.leader_epoch,
@@ -65,6 +72,7 @@ fn role_of(image: &MetadataImage, p: &PartitionImage, config: &Arc<EffectiveTopi
             .iter()
             .copied()
             .filter(|r| image.brokers.get(r).is_some_and(|b| b.is_active()))
+            .filter(|r| !image.replica_in_offline_dir(topic_id, p.partition, *r))
             .collect(),
         partition_epoch: p.partition_epoch,
         config: config.clone(),
@@ -277,7 +285,7 @@ impl ReplicaManager {
         if !p.replicas.contains(&self.node_id) {
             return None;
         }
-        let role = role_of(image, p, config);
+        let role = role_of(image, topic.id, p, config);
         if let Some(partition) = existing.filter(|e| e.topic_id == topic.id) {
             partition.set_role(role);
             return Some(partition.clone());

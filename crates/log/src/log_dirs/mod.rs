@@ -295,9 +295,14 @@ impl LogDirs {
         }
     }
 
-    /// Every dir's checkpoints; a failing dir does not keep the others from theirs.
+    /// Every online dir's checkpoints; a failing dir does not keep the others from theirs. A
+    /// failed dir is left alone (Kafka drops it from its checkpointed dirs): its next start
+    /// recovers from the checkpoints it last wrote, which never passed unsynced data.
     pub fn checkpoint(&self) -> Result<(), LogError> {
-        self.each(LogManager::checkpoint)
+        self.each(|d| match d.dir_failure() {
+            Some(_) => Ok(()),
+            None => d.checkpoint(),
+        })
     }
 
     pub fn flush_all(&self) -> Result<(), LogError> {

@@ -223,6 +223,13 @@ impl PartitionLog {
         self.ensure_open()
     }
 
+    /// Whether this log or its log directory failed: the replica is offline (Kafka's
+    /// `HostedPartition.Offline`), every operation answers KAFKA_STORAGE_ERROR and a follower
+    /// stops fetching for it.
+    pub fn is_offline(&self) -> bool {
+        self.ensure_not_failed().is_err()
+    }
+
     /// Joins the log directory's shared failure flag (the [`crate::LogManager`] calls it for
     /// every log it opens).
     pub(crate) fn share_dir_failure(&mut self, dir_failed: Arc<OnceLock<String>>) {
@@ -262,7 +269,8 @@ impl PartitionLog {
     /// with OUT_OF_ORDER_SEQUENCE_NUMBER; librdkafka then bumps its epoch and resends its
     /// unacknowledged, possibly persisted batches under new sequences, which no broker can
     /// tell from new data (known case 3 of the fault campaign, docs/faults.md). Failed, the
-    /// broker stops (`runnel_broker::log_dir_failure`), the in-sync replicas take over and
+    /// log's dir goes offline (`runnel_broker::log_dir_failure`: the broker stops once it was
+    /// its last dir), the in-sync replicas take over its partitions and
     /// answer the producer's same-sequence retries as duplicates; the restart recovers the
     /// log from what is on disk (a failed append was already cut back).
     pub(crate) fn fail_on_io_error<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {

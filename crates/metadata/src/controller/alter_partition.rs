@@ -14,7 +14,7 @@ impl Controller {
     /// Decides one partition of an AlterPartition: UNKNOWN_TOPIC_ID (100) or
     /// UNKNOWN_TOPIC_OR_PARTITION (3) for a partition the image does not have, else the
     /// validation's answer. ISR members must be registered, unfenced and not in controlled
-    /// shutdown (KIP-841). An accepted change comes with its `PartitionChange` record (none
+    /// shutdown (KIP-841), nor in a failed log dir (KIP-858). An accepted change comes with its `PartitionChange` record (none
     /// when the ISR already is the requested one); the answer is the ISR and partition epoch
     /// committed, as Kafka's AlterPartition response.
     pub fn alter_partition(
@@ -33,7 +33,13 @@ impl Controller {
                 "unknown partition",
             ));
         };
-        let eligible = |b: i32| image.brokers.get(&b).is_some_and(|r| r.is_active());
+        // A replica in a failed log dir of its broker is not eligible either (KIP-858,
+        // `crate::offline_dirs`): it no longer fetches, and its last fetch may still look
+        // caught up to the leader.
+        let eligible = |b: i32| {
+            image.brokers.get(&b).is_some_and(|r| r.is_active())
+                && !image.replica_in_offline_dir(*topic_id, partition, b)
+        };
         let decision = validate_alter_partition(current, request, eligible)?;
         let records = if decision.changed {
             vec![MetadataRecord::PartitionChange {

@@ -8,6 +8,8 @@
 //! * Leader lost (fenced or shutting down): Online -> Offline, then the offline election of
 //!   D.3 (first live in-sync replica; unclean only if the topic allows it). Dead followers
 //!   leave the ISR (the last member is kept, D.2).
+//! * A replica in a failed log dir of its broker (KIP-858, `offline_dirs`) counts as not live
+//!   for its partition only: it leaves the ISR, and a partition it led gets the offline election.
 //! * Removed topics: partitions -> Offline -> NonExistent, replicas -> Offline ->
 //!   DeletionStarted -> DeletionSuccessful -> NonExistent, then forgotten.
 //!
@@ -164,12 +166,14 @@ impl Controller {
                         .unclean_leader_election_enable
                     })
                 };
+                // A replica in a failed log dir is not live for its partition (KIP-858).
+                let live = image.live_for_partition(topic.id, *pid, &active);
                 if let Some(change) = drive_partition(
                     &mut ctx,
                     topic.id,
                     part,
                     image_part,
-                    &active,
+                    &live,
                     &mut unclean_allowed,
                 ) {
                     records.push(change);

@@ -22,6 +22,7 @@ mod create_topics;
 mod delete_topics;
 mod elect_leaders;
 mod events;
+pub mod offline_dirs;
 pub mod op;
 pub mod pipeline;
 mod reassign;
@@ -55,6 +56,7 @@ pub use delete_topics::{DeleteTopicResult, DeleteTopics, TopicRef};
 pub use elect_leaders::{ElectLeaders, ElectionResult, ElectionType};
 use events::EventLog;
 pub use events::Events;
+pub use offline_dirs::OfflineDir;
 pub use op::{absorb_each, ControllerOp, ControllerResult, EarlyAnswer, OpContext};
 pub use pipeline::{Appended, Pipeline};
 pub use reassign::{

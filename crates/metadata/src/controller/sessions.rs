@@ -206,6 +206,42 @@ pub struct BrokerHeartbeat {
     /// so an old process never keeps a new one's session alive.
     pub broker_epoch: i64,
     pub metadata_offset: i64,
+    /// KIP-858's offline log dirs (`BrokerHeartbeatRequest.OfflineLogDirs`), each with the
+    /// replicas it held (`super::offline_dirs`); a broker sends them in every heartbeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offline_dirs: Vec<super::offline_dirs::OfflineDir>,
+}
+
+impl BrokerHeartbeat {
+    /// The records this valid heartbeat leads to: the unfencing of a caught-up broker and
+    /// the first report of an offline dir.
+    fn records(
+        &self,
+        controller: &mut super::Controller,
+        image: &MetadataImage,
+        outcome: HeartbeatOutcome,
+    ) -> Vec<crate::records::MetadataRecord> {
+        let mut records = if outcome.unfence {
+            controller.unfence_registration(image, self.broker_id, self.broker_epoch)
+        } else {
+            Vec::new()
+        };
+        let offline = super::offline_dirs::dirs_offline(
+            image,
+            self.broker_id,
+            self.broker_epoch,
+            &self.offline_dirs,
+        );
+        if let Some(record) = offline {
+            tracing::warn!(
+                broker_id = self.broker_id,
+                ?record,
+                "log dirs marked offline"
+            );
+            records.push(record);
+        }
+        records
+    }
 }
 
 impl super::ControllerOp for BrokerHeartbeat {
@@ -220,11 +256,12 @@ impl super::ControllerOp for BrokerHeartbeat {
         if self.metadata_offset < -1 {
             return Err(super::op::bad_field("metadata_offset", "below -1"));
         }
-        Ok(())
+        super::offline_dirs::validate(&self.offline_dirs)
     }
 
     /// The session rule with the time the heartbeat was received, then the unfencing of a
-    /// broker that caught up with the metadata log up to its registration (spec I.3).
+    /// broker that caught up with the metadata log up to its registration (spec I.3) and the
+    /// dirs it reports offline for the first time (KIP-858).
     fn decide(
         &self,
         ctx: &mut super::OpContext<'_>,
@@ -236,13 +273,12 @@ impl super::ControllerOp for BrokerHeartbeat {
             self.metadata_offset,
             ctx.received_ms,
         )?;
-        if outcome.unfence {
-            let records =
-                ctx.controller
-                    .unfence_registration(ctx.image, self.broker_id, self.broker_epoch);
-            return Ok(super::ControllerResult::new(records, false));
+        let records = self.records(ctx.controller, ctx.image, outcome);
+        if records.is_empty() {
+            return Ok(super::ControllerResult::answer(outcome.fenced));
         }
-        Ok(super::ControllerResult::answer(outcome.fenced))
+        let fenced = outcome.fenced && !outcome.unfence;
+        Ok(super::ControllerResult::new(records, fenced))
     }
 
     fn answer_early(
@@ -262,7 +298,14 @@ impl super::ControllerOp for BrokerHeartbeat {
                 )
                 .map(|o| super::EarlyAnswer {
                     response: o.fenced,
-                    then_queue: o.unfence,
+                    then_queue: o.unfence
+                        || super::offline_dirs::dirs_offline(
+                            image,
+                            self.broker_id,
+                            self.broker_epoch,
+                            &self.offline_dirs,
+                        )
+                        .is_some(),
                 }),
         )
     }

@@ -155,6 +155,7 @@ fn a_caught_up_heartbeat_is_answered_early_and_queues_its_unfencing() {
         broker_id: 5,
         broker_epoch: epoch,
         metadata_offset: shell.h.image.offset,
+        offline_dirs: Vec::new(),
     };
     let early = beat
         .answer_early(&mut shell.sessions, &shell.h.image, shell.now)
@@ -185,6 +186,7 @@ fn shutdown_complete_fences_and_ends_the_session() {
         broker_id: 6,
         broker_epoch: epoch,
         metadata_offset: shell.h.image.offset,
+        offline_dirs: Vec::new(),
     };
     assert_eq!(shell.run(&beat, None).0, Ok(false));
     // Not in controlled shutdown: nothing happens and the session lives on.
@@ -251,6 +253,7 @@ fn each_operation_range_checks_its_fields() {
                 broker_id: 1,
                 broker_epoch: 0,
                 metadata_offset: -2,
+                offline_dirs: Vec::new(),
             }
             .validate(),
         ),

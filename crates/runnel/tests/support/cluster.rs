@@ -85,6 +85,15 @@ impl Cluster {
 
     /// [`Cluster::start`] with extra environment variables for every node.
     pub fn start_with_env(n: i32, overrides: &[&str], env: &[(&str, &str)]) -> Cluster {
+        let mut cluster = Self::prepare(n, overrides, env);
+        cluster.launch();
+        cluster
+    }
+
+    /// The cluster with its directories and ports chosen but no node started yet, so a test can
+    /// prepare a node's directories (e.g. mount a tmpfs) first; [`Cluster::launch`] starts it.
+    /// In an override, `{data_dir}` stands for the node's data directory.
+    pub fn prepare(n: i32, overrides: &[&str], env: &[(&str, &str)]) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let controller_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let voters = (1..=n)
@@ -101,7 +110,7 @@ impl Cluster {
                 starts: 0,
             })
             .collect();
-        let mut cluster = Cluster {
+        Cluster {
             dir: Some(dir),
             voters,
             nodes,
@@ -110,14 +119,17 @@ impl Cluster {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-        };
+        }
+    }
+
+    /// Starts every node of a [`Cluster::prepare`]d cluster and waits until each listens.
+    pub fn launch(&mut self) {
         // Start all at once: the quorum only forms when a majority is up.
-        let waits: Vec<_> = (0..cluster.nodes.len()).map(|i| cluster.spawn(i)).collect();
+        let waits: Vec<_> = (0..self.nodes.len()).map(|i| self.spawn(i)).collect();
         for (i, rx) in waits.into_iter().enumerate() {
             rx.recv_timeout(DEADLINE)
                 .unwrap_or_else(|_| panic!("node {} did not start listening", i + 1));
         }
-        cluster
     }
 
     /// Spawns node `index` (not waiting); the receiver gets `()` once it listens.
@@ -148,8 +160,10 @@ impl Cluster {
                 "RUST_LOG",
                 std::env::var("RUNNEL_TEST_LOG").unwrap_or_else(|_| QUIET_RAFT.into()),
             );
+        let data_dir = node.data_dir.display().to_string();
         for o in &self.overrides {
-            cmd.arg("--override").arg(o);
+            cmd.arg("--override")
+                .arg(o.replace("{data_dir}", &data_dir));
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let mut child = cmd.spawn().expect("spawn runnel broker");

@@ -761,6 +761,7 @@ impl World {
             broker_id: broker,
             broker_epoch,
             metadata_offset,
+            offline_dirs: Vec::new(),
         };
         let active = self.ctl.active_term != 0
             && self.ctl.quorum.has_leader(self.tick)

@@ -59,6 +59,27 @@ pub fn kafka_json(record: &MetadataRecord) -> (i16, String) {
             }
             (i16::from(in_shutdown), data.render())
         }
+        // Kafka writes a failed dir as BrokerRegistrationChangeRecord v2 whose `logDirs` are
+        // the dirs still online; Runnel's record names the failed dirs and their replicas
+        // instead (`runnel_metadata::offline_dirs`), shown under its own field names.
+        R::BrokerDirsOffline {
+            broker_id,
+            broker_epoch,
+            dirs,
+            replicas,
+        } => {
+            let dirs: Vec<String> = dirs.iter().map(uuid).collect();
+            let replicas: Vec<serde_json::Value> = replicas
+                .iter()
+                .map(|(t, p)| serde_json::json!({"topicId": uuid(t), "partitionId": p}))
+                .collect();
+            let data = Obj::new()
+                .field("brokerId", broker_id)
+                .field("brokerEpoch", broker_epoch)
+                .field("offlineLogDirs", dirs)
+                .field("offlineReplicas", replicas);
+            (2, data.render())
+        }
         R::UnregisterBroker {
             broker_id,
             broker_epoch,
