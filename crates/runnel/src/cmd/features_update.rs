@@ -294,8 +294,16 @@ mod tests {
     fn release_version_sets_every_feature_at_its_default() {
         let up = plan_levels(None, Some("4.0-IV3"), &[], UpgradeType::Upgrade).unwrap();
         let levels: Vec<(&str, i16)> = up.levels.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-        // An upgrade leaves out the features whose default is 0.
-        assert_eq!(levels, vec![("group.version", 1), ("metadata.version", 25)]);
+        // An upgrade leaves out the features whose default is 0; 4.0's transaction.version is
+        // 2 (Kafka's TransactionVersion.TV_2 bootstraps at 4.0-IV2).
+        assert_eq!(
+            levels,
+            vec![
+                ("group.version", 1),
+                ("metadata.version", 25),
+                ("transaction.version", 2)
+            ]
+        );
         let down = plan_levels(None, Some("3.9"), &[], UpgradeType::SafeDowngrade).unwrap();
         assert_eq!(down.levels.len(), 4);
         assert_eq!(down.levels["metadata.version"], 21);
