@@ -84,6 +84,29 @@ fn remote_order(
         .collect()
 }
 
+/// What a call does after `refused` answered NOT_CONTROLLER itself (it was reached).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    /// Ask the other voters.
+    Remote,
+    /// Pause and start the round again.
+    Pause,
+}
+
+/// Only the quorum leader can be the active controller, so the named leader refusing means
+/// its controller is not active yet (just elected): it is asked again after the pause rather
+/// than the other voters, one of which may be the frozen former leader, holding the call for
+/// its whole bound (caught: a CreateTopics answered 13.7 s after its leader froze, 3.7 s for
+/// the election plus the 10 s bound). Any other refusal moves on to the next voter (the named
+/// leader may be stale knowledge).
+fn after_refusal(refused: i32, leader: Option<i32>) -> Round {
+    if leader == Some(refused) {
+        Round::Pause
+    } else {
+        Round::Remote
+    }
+}
+
 impl ControllerClient {
     /// Single node: the local shell is always the active controller.
     pub fn local(handle: ControllerHandle) -> Self {
@@ -156,15 +179,19 @@ impl ControllerClient {
         let until = Instant::now() + deadline;
         let mut last = None;
         loop {
+            let leader = self.leader();
+            let mut round = Round::Remote;
             if let Some(handle) = &self.local {
                 match local(handle.clone()).await {
-                    Err(e) if e.code == codes::NOT_CONTROLLER => last = Some(e),
+                    Err(e) if e.code == codes::NOT_CONTROLLER => {
+                        round = after_refusal(self.node_id, leader);
+                        last = Some(e);
+                    }
                     answer => return answer,
                 }
             }
             let mut leader_moved = false;
-            if let Some(remote) = &self.remote {
-                let leader = self.leader();
+            if let (Some(remote), Round::Remote) = (&self.remote, round) {
                 for id in remote_order(&remote.voters, self.node_id, self.local.is_some(), leader) {
                     let Some(address) = remote.voters.get(&id) else {
                         continue;
@@ -185,7 +212,12 @@ impl ControllerClient {
                         break;
                     };
                     match answer {
-                        Ok(Err(e)) if e.code == codes::NOT_CONTROLLER => last = Some(e),
+                        Ok(Err(e)) if e.code == codes::NOT_CONTROLLER => {
+                            last = Some(e);
+                            if after_refusal(id, leader) == Round::Pause {
+                                break;
+                            }
+                        }
                         Ok(answer) => return decode(&frame.op, answer?),
                         Err(e) => last = Some(e),
                     }
@@ -293,6 +325,17 @@ mod tests {
         assert_eq!(remote_order(&v, 4, false, Some(2)), [2, 1, 3]);
         // A leader outside the voters (stale knowledge) is not asked.
         assert_eq!(remote_order(&v, 1, true, Some(9)), [2, 3]);
+    }
+
+    #[test]
+    fn a_refusal_by_the_named_leader_pauses_the_round() {
+        // This node's own shell is the named leader but not active yet.
+        assert_eq!(after_refusal(1, Some(1)), Round::Pause);
+        // The named remote leader refused.
+        assert_eq!(after_refusal(3, Some(3)), Round::Pause);
+        // Anyone else refusing: go on to the others.
+        assert_eq!(after_refusal(1, Some(3)), Round::Remote);
+        assert_eq!(after_refusal(2, None), Round::Remote);
     }
 
     #[test]
