@@ -116,35 +116,10 @@ fn directory_uuid(dir: &Path, stored: Option<&str>) -> uuid::Uuid {
     uuid::Uuid::from_bytes(bytes)
 }
 
-/// The 16 bytes of a 22-character unpadded base64url id; `None` if it is not one.
+/// A stored `directory.id` (Kafka's `Uuid` text); `None` if it is not one or is one of Kafka's
+/// reserved ids (all below 100).
 fn base64_url_decode(text: &str) -> Option<uuid::Uuid> {
-    if text.len() != 22 {
-        return None;
-    }
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut bits: u32 = 0;
-    let mut held = 0;
-    let mut out = Vec::with_capacity(16);
-    for c in text.bytes() {
-        bits = (bits << 6) | value(c)?;
-        held += 6;
-        if held >= 8 {
-            held -= 8;
-            out.push((bits >> held) as u8);
-            bits &= (1 << held) - 1;
-        }
-    }
-    let bytes: [u8; 16] = out.try_into().ok()?;
-    let id = uuid::Uuid::from_bytes(bytes);
+    let id = runnel_log::partition_metadata::topic_id_from_string(text)?;
     (id.as_u128() >= 100).then_some(id)
 }
 
@@ -161,21 +136,8 @@ fn cluster_id_from_voters(voters: &BTreeMap<i32, String>) -> String {
 
 /// Kafka prints ids (cluster, topic) as unpadded URL-safe base64 of the 16 bytes.
 pub fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]
