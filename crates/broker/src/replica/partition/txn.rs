@@ -50,14 +50,16 @@ impl Partition {
         })
     }
 
-    /// Whether `producer_id` has an open transaction on this partition (the produce path's
-    /// verification guard keeps it from asking the coordinator again).
+    /// Whether `producer_id` has an open transaction on this partition, at any epoch: the
+    /// tests' probe (the produce path's guard is [`Self::in_transaction_at`]).
+    #[cfg(test)]
     pub fn in_transaction(&self, producer_id: i64) -> bool {
         self.producers.lock().in_transaction(producer_id)
     }
 
-    /// [`Self::in_transaction`] begun at `producer_epoch`: the produce path's verification
-    /// guard (`ProducerStateTable::in_transaction_at`).
+    /// Whether `producer_id` has an open transaction on this partition begun at
+    /// `producer_epoch`: the produce path's verification guard, which keeps it from asking the
+    /// coordinator again (`ProducerStateTable::in_transaction_at`).
     pub fn in_transaction_at(&self, producer_id: i64, producer_epoch: i16) -> bool {
         self.producers
             .lock()
