@@ -10,27 +10,13 @@ mod support;
 
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use runnel_log::fault::{arm_process_wide, Fault};
-use support::{one_record_batch, InProcessBroker, Outcome};
+use support::{one_record_batch, request_frame, InProcessBroker, Outcome};
 
 const LIMIT: Duration = Duration::from_secs(20);
-
-fn frame(key: ApiKey, version: i16, body: &impl Encodable) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("log-dir-failure")));
-    let mut buf = BytesMut::new();
-    header
-        .encode(&mut buf, key.request_header_version(version))
-        .expect("header encodes");
-    body.encode(&mut buf, version).expect("body encodes");
-    buf.freeze()
-}
 
 fn answered(outcome: Outcome) -> Bytes {
     match outcome {
@@ -61,7 +47,10 @@ fn produce(broker: &InProcessBroker) -> i16 {
                     .with_records(Some(one_record_batch(None, b"must reach the disk"))),
             ])]);
     let response = produce_response(
-        answered(broker.dispatch(frame(ApiKey::Produce, 9, &request), LIMIT)),
+        answered(broker.dispatch(
+            request_frame(ApiKey::Produce, 9, &request, "log-dir-failure"),
+            LIMIT,
+        )),
         9,
     );
     response.responses[0].partition_responses[0].error_code
@@ -77,7 +66,10 @@ fn a_failed_fsync_fails_the_log_for_good_and_is_reported_as_a_log_dir_failure() 
             .with_name(TopicName(StrBytes::from_static_str("disk")))
             .with_num_partitions(1)
             .with_replication_factor(1)]);
-    answered(broker.dispatch(frame(ApiKey::CreateTopics, 5, &create), LIMIT));
+    answered(broker.dispatch(
+        request_frame(ApiKey::CreateTopics, 5, &create, "log-dir-failure"),
+        LIMIT,
+    ));
     assert_eq!(produce(&broker), 0, "a healthy log acknowledges");
     assert!(
         broker

@@ -16,35 +16,15 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use runnel_codes::{INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, NONE, PRODUCER_FENCED};
-use support::{InProcessBroker, Outcome};
+use support::InProcessBroker;
 
 const LIMIT: Duration = Duration::from_secs(20);
 const TOPIC: &str = "tv2";
 const TID: &str = "tv2-producer";
 const GROUP: &str = "tv2-group";
 
-fn frame(key: ApiKey, version: i16, body: &impl Encodable) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("tv2")));
-    let mut buf = BytesMut::new();
-    header
-        .encode(&mut buf, key.request_header_version(version))
-        .expect("header encodes");
-    body.encode(&mut buf, version).expect("body encodes");
-    buf.freeze()
-}
-
 fn call<R: Decodable>(b: &InProcessBroker, key: ApiKey, version: i16, body: &impl Encodable) -> R {
-    let mut response = match b.dispatch(frame(key, version, body), LIMIT) {
-        Outcome::Answered(Some(b)) => b,
-        other => panic!("expected an answer to {key:?}, got {other:?}"),
-    };
-    response.advance(4);
-    ResponseHeader::decode(&mut response, key.response_header_version(version)).expect("header");
-    R::decode(&mut response, version).expect("response decodes")
+    b.call(key, version, body, LIMIT)
 }
 
 fn str(s: &'static str) -> StrBytes {

@@ -7,30 +7,16 @@ mod support;
 
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use support::{InProcessBroker, Outcome};
+use support::InProcessBroker;
 
 const LIMIT: Duration = Duration::from_secs(20);
 const TOPIC: &str = "txn";
-
-fn frame(key: ApiKey, version: i16, body: &impl Encodable) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(1)
-        .with_client_id(Some(StrBytes::from_static_str("transactions")));
-    let mut buf = BytesMut::new();
-    header
-        .encode(&mut buf, key.request_header_version(version))
-        .expect("header encodes");
-    body.encode(&mut buf, version).expect("body encodes");
-    buf.freeze()
-}
 
 fn call<R: Decodable>(
     broker: &InProcessBroker,
@@ -38,13 +24,7 @@ fn call<R: Decodable>(
     version: i16,
     body: &impl Encodable,
 ) -> R {
-    let mut response = match broker.dispatch(frame(key, version, body), LIMIT) {
-        Outcome::Answered(Some(b)) => b,
-        other => panic!("expected an answer to {key:?}, got {other:?}"),
-    };
-    response.advance(4);
-    ResponseHeader::decode(&mut response, key.response_header_version(version)).expect("header");
-    R::decode(&mut response, version).expect("response decodes")
+    broker.call(key, version, body, LIMIT)
 }
 
 fn name(s: &'static str) -> TopicName {

@@ -235,3 +235,49 @@ pub fn own_status_kib(field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// One request frame (header and body, without the size prefix) for [`InProcessBroker::dispatch`].
+pub fn request_frame(
+    key: kafka_protocol::messages::ApiKey,
+    version: i16,
+    body: &impl kafka_protocol::protocol::Encodable,
+    client_id: &'static str,
+) -> Bytes {
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let header = kafka_protocol::messages::RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(1)
+        .with_client_id(Some(StrBytes::from_static_str(client_id)));
+    let mut buf = bytes::BytesMut::new();
+    header
+        .encode(&mut buf, key.request_header_version(version))
+        .expect("header encodes");
+    body.encode(&mut buf, version).expect("body encodes");
+    buf.freeze()
+}
+
+impl InProcessBroker {
+    /// Sends one request and decodes its answer; panics (failing the test) on anything else.
+    pub fn call<R: kafka_protocol::protocol::Decodable>(
+        &self,
+        key: kafka_protocol::messages::ApiKey,
+        version: i16,
+        body: &impl kafka_protocol::protocol::Encodable,
+        limit: Duration,
+    ) -> R {
+        use bytes::Buf;
+        use kafka_protocol::protocol::Decodable;
+        let mut response = match self.dispatch(request_frame(key, version, body, "test"), limit) {
+            Outcome::Answered(Some(b)) => b,
+            other => panic!("expected an answer to {key:?}, got {other:?}"),
+        };
+        response.advance(4);
+        kafka_protocol::messages::ResponseHeader::decode(
+            &mut response,
+            key.response_header_version(version),
+        )
+        .expect("header");
+        R::decode(&mut response, version).expect("response decodes")
+    }
+}
