@@ -7,42 +7,24 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 use runnel_codes::{
     CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
     INVALID_PRODUCER_EPOCH, NONE, NOT_COORDINATOR, NOT_ENOUGH_REPLICAS, NOT_LEADER_OR_FOLLOWER,
     TOPIC_ALREADY_EXISTS,
 };
 use support::cluster::{leader_and_isr, Cluster};
-use support::Wire;
+use support::{transactional_batch, wait_for, Wire};
 
 const TOPIC: &str = "tv2";
 const TID: &str = "tv2-process";
 const GROUP: &str = "tv2-process-group";
-const PATIENCE: Duration = Duration::from_secs(30);
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-/// `f` until it answers, for at most [`PATIENCE`] (leaders, coordinators and markers settle
-/// in the background).
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "{what} within {PATIENCE:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn call<Req, Resp>(addr: &str, key: ApiKey, version: i16, req: &Req) -> Option<Resp>
@@ -55,7 +37,7 @@ where
 
 /// The address of the coordinator of `key` (`key_type` 0: group, 1: transaction).
 fn coordinator(any: &str, key_type: i8, key: &str) -> String {
-    eventually("a coordinator", || {
+    wait_for("a coordinator", || {
         let req = FindCoordinatorRequest::default()
             .with_key_type(key_type)
             .with_coordinator_keys(vec![s(key)]);
@@ -63,33 +45,6 @@ fn coordinator(any: &str, key_type: i8, key: &str) -> String {
         let c = r.coordinators.first()?;
         (c.error_code == NONE).then(|| format!("{}:{}", c.host, c.port))
     })
-}
-
-fn batch(pid: i64, epoch: i16, seq: i32, value: &str) -> Bytes {
-    let record = Record {
-        transactional: true,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: pid,
-        producer_epoch: epoch,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: seq,
-        timestamp: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64),
-        key: None,
-        value: Some(Bytes::from(value.to_string())),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [record].iter(), &options).expect("encodes");
-    buf.freeze()
 }
 
 /// One Produce v12 of a transactional batch: its error code.
@@ -112,7 +67,7 @@ fn produce(leader: &str, records: Bytes) -> Option<i16> {
 /// Produce v12 until it is not refused with a retriable error (a coordinator still loading,
 /// the previous transaction's markers still being written).
 fn produce_ok(leader: &str, pid: i64, epoch: i16, seq: i32, value: &str) {
-    let code = eventually("a produce answer", || {
+    let code = wait_for("a produce answer", || {
         let retriable = [
             NOT_LEADER_OR_FOLLOWER,
             COORDINATOR_NOT_AVAILABLE,
@@ -120,14 +75,15 @@ fn produce_ok(leader: &str, pid: i64, epoch: i16, seq: i32, value: &str) {
             NOT_ENOUGH_REPLICAS,
             CONCURRENT_TRANSACTIONS,
         ];
-        produce(leader, batch(pid, epoch, seq, value)).filter(|c| !retriable.contains(c))
+        produce(leader, transactional_batch(pid, epoch, seq, &[value]))
+            .filter(|c| !retriable.contains(c))
     });
     assert_eq!(code, NONE, "produce {value}");
 }
 
 /// EndTxn v5 until not CONCURRENT_TRANSACTIONS: (error, producer id, epoch).
 fn end_txn(coordinator: &str, pid: i64, epoch: i16, commit: bool) -> (i16, i64, i16) {
-    eventually("an EndTxn answer", || {
+    wait_for("an EndTxn answer", || {
         let req = EndTxnRequest::default()
             .with_transactional_id(TransactionalId(s(TID)))
             .with_producer_id(ProducerId(pid))
@@ -143,7 +99,7 @@ fn end_txn(coordinator: &str, pid: i64, epoch: i16, commit: bool) -> (i16, i64, 
 }
 
 fn txn_offset_commit(group_coordinator: &str, pid: i64, epoch: i16, offset: i64) -> i16 {
-    eventually("a TxnOffsetCommit answer", || {
+    wait_for("a TxnOffsetCommit answer", || {
         let req = TxnOffsetCommitRequest::default()
             .with_transactional_id(TransactionalId(s(TID)))
             .with_group_id(GroupId(s(GROUP)))
@@ -237,19 +193,19 @@ fn full_transaction_run(nodes: i32) {
     let cluster = Cluster::start(nodes, &[]);
     let any = cluster.addr(0);
     let rf = i16::try_from(nodes).expect("small");
-    eventually("the topic", || {
+    wait_for("the topic", || {
         let mut wire = Wire::try_connect(&any)?;
         let (code, _) = wire.create_topic(TOPIC, 1, rf, &[]);
         [NONE, TOPIC_ALREADY_EXISTS].contains(&code).then_some(())
     });
-    let leader = eventually("a leader", || {
+    let leader = wait_for("a leader", || {
         let (leader, isr) = leader_and_isr(&any, TOPIC)?;
         (leader >= 0 && isr.len() == cluster.nodes.len()).then_some(leader)
     });
     let leader = cluster.addr(cluster.index_of(leader));
     let txn = coordinator(&any, 1, TID);
     let group = coordinator(&any, 0, GROUP);
-    let (pid, epoch) = eventually("InitProducerId", || {
+    let (pid, epoch) = wait_for("InitProducerId", || {
         let req = InitProducerIdRequest::default()
             .with_transactional_id(Some(TransactionalId(s(TID))))
             .with_transaction_timeout_ms(60_000)
@@ -274,20 +230,20 @@ fn full_transaction_run(nodes: i32) {
     assert_eq!(end_txn(&txn, pid, 2, true), (NONE, pid, 3));
 
     // A zombie of the first transaction writes late with epoch 0: fenced.
-    let late = eventually("the late write's answer", || {
-        produce(&leader, batch(pid, 0, 2, "zombie"))
+    let late = wait_for("the late write's answer", || {
+        produce(&leader, transactional_batch(pid, 0, 2, &["zombie"]))
             .filter(|c| ![NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS].contains(c))
     });
     assert_eq!(late, INVALID_PRODUCER_EPOCH);
 
     // Three markers behind six data records: the LSO covers all of them at offset 7.
-    let values = eventually("every marker", || {
+    let values = wait_for("every marker", || {
         let (lso, values) = read_committed(&leader)?;
         (lso == 7).then_some(values)
     });
     assert_eq!(values, vec!["one", "two", "three"]);
     assert_eq!(
-        eventually("the committed offset", || committed_offset(&group)),
+        wait_for("the committed offset", || committed_offset(&group)),
         2,
         "the aborted transaction's offset was dropped"
     );

@@ -434,8 +434,16 @@ pub fn values(records: &[Record]) -> Vec<String> {
 
 /// Polls `f` until it returns true or the deadline passes.
 pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    wait_for(what, || f().then_some(()))
+}
+
+/// [`wait_until`] for a probe that answers something: its first answer.
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + DEADLINE;
-    while !f() {
+    loop {
+        if let Some(answer) = f() {
+            return answer;
+        }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -443,11 +451,20 @@ pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 
 /// A batch from an idempotent producer: `pid`/`epoch`, sequences from `seq`.
 pub fn idempotent_batch(pid: i64, epoch: i16, seq: i32, vals: &[&str]) -> Bytes {
+    producer_batch(false, pid, epoch, seq, vals)
+}
+
+/// [`idempotent_batch`] of a transactional producer.
+pub fn transactional_batch(pid: i64, epoch: i16, seq: i32, vals: &[&str]) -> Bytes {
+    producer_batch(true, pid, epoch, seq, vals)
+}
+
+fn producer_batch(transactional: bool, pid: i64, epoch: i16, seq: i32, vals: &[&str]) -> Bytes {
     let records: Vec<Record> = vals
         .iter()
         .enumerate()
         .map(|(i, v)| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: -1,
